@@ -1,0 +1,129 @@
+// Calling a C++ function whose parameters are tensors (or other TorchScript-convertible
+// types) with the TorchScript values of a ModelInput. Internal to model.h.
+#pragma once
+
+#include <gradcache/model_input.h>
+
+#include <cstddef>
+#include <map>
+#include <stdexcept>
+#include <string>
+#include <tuple>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+namespace torch {
+namespace nn {
+class Module;
+}  // namespace nn
+}  // namespace torch
+
+namespace gradcache {
+namespace detail {
+
+// Parameter and return types of a callable with one non-template call operator,
+// a member function pointer or a function pointer.
+template <class T, class = void>
+struct Signature {
+  static constexpr bool known = false;
+};
+template <class R, class... A>
+struct Signature<R (*)(A...)> {
+  static constexpr bool known = true;
+  using Return = R;
+  using Args = std::tuple<A...>;
+};
+template <class R, class C, class... A>
+struct Signature<R (C::*)(A...)> : Signature<R (*)(A...)> {};
+template <class R, class C, class... A>
+struct Signature<R (C::*)(A...) const> : Signature<R (*)(A...)> {};
+template <class F>
+struct Signature<F, std::void_t<decltype(&F::operator())>> : Signature<decltype(&F::operator())> {};
+
+// Whether `&M::forward` names one function (not a template or an overload set).
+template <class M, class = void>
+struct HasPlainForward : std::false_type {};
+template <class M>
+struct HasPlainForward<M, std::void_t<decltype(&M::forward)>> : std::true_type {};
+
+// Whether T holds a torch::nn module and hands it out through ptr() (module holders,
+// AnyModule). Such types are models, never plain callables.
+template <class T, class = void>
+struct HasModulePtr : std::false_type {};
+template <class T>
+struct HasModulePtr<T, std::void_t<decltype(std::declval<const T&>().ptr())>>
+    : std::is_base_of<torch::nn::Module,
+                      typename std::decay_t<decltype(std::declval<const T&>().ptr())>::element_type> {};
+
+// Whether F can be a callable model (checked lazily: a module holder's operator() is not
+// SFINAE-friendly, so holders must be excluded before invocability is asked).
+template <class F>
+struct IsCallableModel
+    : std::disjunction<std::is_invocable<F&, const ModelInput&>, std::bool_constant<Signature<F>::known>> {};
+
+[[noreturn]] void throw_call_error(const std::string& who, const std::string& what);
+
+/// The values a ModelInput passes to a C++ function: the positional arguments, then, if
+/// there are keyword arguments, one more argument holding them as a dict.
+std::vector<c10::IValue> call_values(const ModelInput& input);
+
+template <class P>
+P from_ivalue(const c10::IValue& v, const std::string& who, size_t index) {
+  try {
+    if constexpr (std::is_same_v<P, c10::IValue>) {
+      return v;
+    } else if constexpr (std::is_same_v<P, at::Tensor>) {
+      if (!v.isTensor()) {
+        throw std::invalid_argument("expected a tensor, got a value of type " + v.tagKind());
+      }
+      return v.toTensor();
+    } else if constexpr (std::is_same_v<P, std::map<std::string, at::Tensor>>) {
+      if (!v.isGenericDict()) {
+        throw std::invalid_argument("expected a dict of tensors, got " + v.tagKind());
+      }
+      P out;
+      for (const auto& kv : v.toGenericDict()) out.emplace(kv.key().toStringRef(), kv.value().toTensor());
+      return out;
+    } else {
+      return v.to<P>();
+    }
+  } catch (const std::exception& e) {
+    throw_call_error(who, "argument " + std::to_string(index) + ": " + e.what());
+  }
+}
+
+template <class R>
+c10::IValue to_ivalue(R&& r) {
+  if constexpr (std::is_same_v<std::decay_t<R>, c10::IValue>) {
+    return std::forward<R>(r);
+  } else {
+    return c10::IValue(std::forward<R>(r));
+  }
+}
+
+template <class F, class... A, size_t... I>
+c10::IValue invoke_impl(F& f, const std::vector<c10::IValue>& values, const std::string& who,
+                        std::index_sequence<I...>) {
+  return to_ivalue(f(from_ivalue<std::decay_t<A>>(values[I], who, I)...));
+}
+
+/// Calls `f`, whose parameters are `Args` (a std::tuple of types), with `input`,
+/// converting each TorchScript value to its parameter's type. `who` names f in errors.
+template <class F, class Args>
+struct IValueInvoker;
+template <class F, class... A>
+struct IValueInvoker<F, std::tuple<A...>> {
+  static c10::IValue call(F& f, const ModelInput& input, const std::string& who) {
+    const auto values = call_values(input);
+    if (values.size() != sizeof...(A)) {
+      throw_call_error(who, "takes " + std::to_string(sizeof...(A)) + " argument(s) but the input gives " +
+                                std::to_string(values.size()) +
+                                " (keyword inputs reach a C++ function as one trailing dict argument)");
+    }
+    return invoke_impl<F, A...>(f, values, who, std::index_sequence_for<A...>{});
+  }
+};
+
+}  // namespace detail
+}  // namespace gradcache

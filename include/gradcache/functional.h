@@ -1,0 +1,171 @@
+// The functional API (the reference's grad_cache.functional): cached() and cat_input_tensor().
+#pragma once
+
+#include <gradcache/model.h>
+#include <gradcache/model_input.h>
+#include <gradcache/rng_state.h>
+
+#include <c10/core/GradMode.h>
+
+#include <functional>
+#include <memory>
+#include <tuple>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+namespace gradcache {
+namespace functional {
+namespace detail {
+
+// What a call touches: tensors whose devices' generators are recorded, and buffers
+// (BatchNorm statistics) that the replay must not update a second time.
+struct CallState {
+  std::vector<at::Tensor> tensors;
+  std::vector<at::Tensor> buffers;
+
+  void add_tensor(const at::Tensor& t) { tensors.push_back(t); }
+  void add_input(const ModelInput& input);
+  void add_module(const std::shared_ptr<torch::nn::Module>& module);
+  void add_module(const torch::jit::Module& module);
+  void add_model(const Model& model);
+};
+
+template <class T>
+void add_arg(CallState& state, const T& arg) {
+  if constexpr (std::is_same_v<T, at::Tensor>) {
+    state.add_tensor(arg);
+  } else if constexpr (std::is_convertible_v<const T&, const ModelInput&> && !std::is_same_v<T, Model>) {
+    state.add_input(arg);  // vectors and maps of tensors, IValues
+  } else if constexpr (std::is_same_v<T, Model>) {
+    state.add_model(arg);
+  } else if constexpr (gradcache::detail::HasModulePtr<T>::value) {  // module holders, AnyModule
+    state.add_module(std::static_pointer_cast<torch::nn::Module>(arg.ptr()));
+  } else if constexpr (std::is_base_of_v<torch::nn::Module, T>) {
+    state.add_module(const_cast<T&>(arg).shared_from_this());
+  } else if constexpr (std::is_same_v<T, torch::jit::Module>) {
+    state.add_module(arg);
+  }
+  // Anything else carries no tensor we can see: nothing to record.
+}
+template <class M>
+void add_arg(CallState& state, const std::shared_ptr<M>& arg) {
+  if constexpr (std::is_base_of_v<torch::nn::Module, M>) state.add_module(arg);
+}
+template <class T>
+void add_arg(CallState& state, const std::reference_wrapper<T>& arg) {
+  add_arg(state, static_cast<const std::decay_t<T>&>(arg.get()));
+}
+
+// The representation types a cached function may return.
+template <class R>
+struct Reps {
+  static_assert(sizeof(R) == 0,
+                "gradcache::functional::cached: the function must return a Tensor, a std::vector<Tensor> "
+                "or a std::tuple of Tensors");
+};
+template <>
+struct Reps<at::Tensor> {
+  static std::vector<at::Tensor> flatten(const at::Tensor& r) { return {r}; }
+  static at::Tensor leaves(const at::Tensor& r) { return r.detach().requires_grad_(true); }
+};
+template <>
+struct Reps<std::vector<at::Tensor>> {
+  static std::vector<at::Tensor> flatten(const std::vector<at::Tensor>& r) { return r; }
+  static std::vector<at::Tensor> leaves(const std::vector<at::Tensor>& r) {
+    std::vector<at::Tensor> out;
+    for (const auto& t : r) out.push_back(Reps<at::Tensor>::leaves(t));
+    return out;
+  }
+};
+template <class... T>
+struct Reps<std::tuple<T...>> {
+  static std::vector<at::Tensor> flatten(const std::tuple<T...>& r) {
+    return std::apply([](const auto&... t) { return std::vector<at::Tensor>{t...}; }, r);
+  }
+  static std::tuple<T...> leaves(const std::tuple<T...>& r) {
+    return std::apply([](const auto&... t) { return std::tuple<T...>{Reps<at::Tensor>::leaves(t)...}; }, r);
+  }
+};
+
+at::Tensor cat_rows(const std::vector<at::Tensor>& tensors);
+
+template <class T>
+decltype(auto) cat_if_list(T&& arg) {
+  if constexpr (std::is_same_v<std::decay_t<T>, std::vector<at::Tensor>>) {
+    return cat_rows(arg);
+  } else {
+    return std::forward<T>(arg);
+  }
+}
+
+}  // namespace detail
+
+/// The closure returned with cached representations: call it (once) with those
+/// representations after the loss has been backpropagated into them. It replays the
+/// function with grad under the generator states recorded before the first call and
+/// backpropagates the representations' gradients into the parameters. Generators and
+/// buffers are left as they were before the replay.
+class Replay {
+ public:
+  using Forward = std::function<std::vector<at::Tensor>()>;
+  Replay(Forward forward, RngState rng_state, std::vector<c10::Device> devices, std::vector<at::Tensor> buffers)
+      : forward_(std::move(forward)),
+        rng_state_(std::move(rng_state)),
+        devices_(std::move(devices)),
+        buffers_(std::move(buffers)) {}
+
+  template <class R>
+  void operator()(const R& reps) const {
+    run(detail::Reps<R>::flatten(reps));
+  }
+  void run(const std::vector<at::Tensor>& reps) const;
+
+ private:
+  Forward forward_;
+  RngState rng_state_;
+  std::vector<c10::Device> devices_;
+  std::vector<at::Tensor> buffers_;
+};
+
+/// Makes a model-calling function cache-compatible (the reference's @cached):
+///
+///   auto call_model = cached([](Encoder& m, const Tensor& x) { return m->forward(x); });
+///   auto [rep, replay] = call_model(encoder, x);  // rep: a leaf that requires grad
+///   ... loss over many such reps ...; loss.backward();
+///   replay(rep);                                  // parameter gradients accumulate
+///
+/// The call runs under no-grad after recording the CPU generator and the generators of the
+/// devices of its tensor and module arguments. `fn` may return a Tensor, a
+/// std::vector<Tensor> or a std::tuple of Tensors. The arguments are kept (by value; pass
+/// std::ref to keep a reference) until the replay.
+template <class Fn>
+auto cached(Fn fn) {
+  return [fn = std::move(fn)](auto&&... args) {
+    using R = std::decay_t<decltype(fn(args...))>;
+    detail::CallState state;
+    (detail::add_arg(state, args), ...);
+    auto devices = devices_of(state.tensors);
+    auto rng_state = RngState::capture(devices);
+    R out = [&] {
+      c10::NoGradGuard no_grad;
+      return fn(args...);
+    }();
+    auto saved_args = std::make_shared<std::tuple<std::decay_t<decltype(args)>...>>(args...);
+    Replay::Forward forward = [fn, saved_args]() { return detail::Reps<R>::flatten(std::apply(fn, *saved_args)); };
+    return std::make_pair(detail::Reps<R>::leaves(out),
+                          Replay(std::move(forward), std::move(rng_state), std::move(devices), std::move(state.buffers)));
+  };
+}
+
+/// Wraps a loss so that each std::vector<Tensor> argument is concatenated along dim 0 first
+/// (the reference's @cat_input_tensor); other arguments pass through.
+template <class LossFn>
+auto cat_input_tensor(LossFn fn) {
+  return [fn = std::move(fn)](auto&&... args) {
+    return fn(detail::cat_if_list(std::forward<decltype(args)>(args))...);
+  };
+}
+
+}  // namespace functional
+}  // namespace gradcache
