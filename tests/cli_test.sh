@@ -1,0 +1,68 @@
+#!/usr/bin/env bash
+# End-to-end checks of the gradcache program: usage errors, a quick train + eval, a config
+# file, and SIGINT (checkpoint, exit 130, then --resume finishes the run).
+# Usage: cli_test.sh GRADCACHE_BINARY WORK_DIR
+set -uo pipefail
+bin=$1
+work=$2
+rm -rf "$work"
+mkdir -p "$work"
+fail() {
+  echo "FAIL: $*" >&2
+  for f in "$work"/*.err; do echo "--- $f"; tail -5 "$f"; done >&2
+  exit 1
+}
+expect_status() {  # expected, actual, what
+  [ "$1" = "$2" ] || fail "$3: exit status $2, expected $1"
+}
+
+# Usage errors: exit 2 from the parser, 1 from validation, each with a message.
+"$bin" train --batch-size abc >/dev/null 2>"$work/usage.err"
+expect_status 2 $? "non-numeric --batch-size"
+grep -q -- "--batch-size" "$work/usage.err" || fail "the usage error does not name --batch-size"
+"$bin" train --quick --chunk-size 0 --output "$work/zero" >/dev/null 2>"$work/zero.err"
+expect_status 1 $? "--chunk-size 0"
+grep -q "chunk-size must be positive" "$work/zero.err" || fail "no message for --chunk-size 0"
+"$bin" eval --checkpoint "$work/nowhere" >/dev/null 2>"$work/nockpt.err"
+expect_status 1 $? "eval without a checkpoint"
+grep -q "no checkpoint at" "$work/nockpt.err" || fail "no message for a missing checkpoint"
+"$bin" --help | grep -q "train" || fail "--help does not list train"
+
+# A quick run on the built-in WordNet data, then eval of its checkpoint.
+"$bin" train --quick --output "$work/run" >"$work/run.out" 2>"$work/run.err"
+expect_status 0 $? "quick train"
+grep -q "untrained" "$work/run.out" && grep -q "trained" "$work/run.out" || fail "no metrics table"
+for f in config.json tokenizer.model checkpoint.pt metrics.jsonl summary.json; do
+  [ -s "$work/run/$f" ] || fail "train wrote no $f"
+done
+"$bin" eval --checkpoint "$work/run" --quick --json >"$work/eval.json" 2>"$work/eval.err"
+expect_status 0 $? "eval"
+grep -q '"recall@10"' "$work/eval.json" || fail "eval --json printed no recall@10"
+
+# A config file stands in for flags; a flag overrides it.
+echo '{"batch_size": 128, "chunk_size": 16, "max_steps": 3, "eval": false}' >"$work/config.json"
+"$bin" train --quick --config "$work/config.json" --chunk-size 32 --output "$work/cfg" >/dev/null 2>"$work/cfg.err"
+expect_status 0 $? "train --config"
+grep -q '"batch_size": 128' "$work/cfg/config.json" || fail "the config file's batch_size was not used"
+grep -q '"chunk_size": 32' "$work/cfg/config.json" || fail "--chunk-size did not override the config file"
+echo '{"batch_sise": 128}' >"$work/typo.json"
+"$bin" train --config "$work/typo.json" >/dev/null 2>"$work/typo.err"
+expect_status 2 $? "a config file with an unknown key"
+grep -q 'unknown setting "batch_sise"' "$work/typo.err" || fail "no message for an unknown config key"
+
+# SIGINT: a checkpoint is saved, the exit status is 130, and --resume finishes the run.
+"$bin" train --quick --steps 40 --log-every 1 --eval false --output "$work/sig" >/dev/null 2>"$work/sig.err" &
+pid=$!
+for _ in $(seq 600); do
+  [ -s "$work/sig/metrics.jsonl" ] && break
+  sleep 0.1
+done
+kill -INT "$pid"
+wait "$pid"
+expect_status 130 $? "SIGINT"
+[ -s "$work/sig/checkpoint.pt" ] || fail "no checkpoint after SIGINT"
+grep -q "continue with --resume" "$work/sig.err" || fail "SIGINT did not say how to continue"
+"$bin" train --quick --steps 40 --log-every 1 --eval false --output "$work/sig" --resume >/dev/null 2>"$work/resume.err"
+expect_status 0 $? "--resume after SIGINT"
+grep -q '"steps": 40' "$work/sig/summary.json" || fail "the resumed run did not finish its 40 steps"
+echo "cli end-to-end: all checks passed"

@@ -1,0 +1,26 @@
+// The subcommands of the `gradcache` program. Each registers its flags on a CLI11 app and
+// runs through the retriever library; the program itself only dispatches.
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+#include <atomic>
+#include <functional>
+#include <string>
+
+namespace gradcache {
+namespace cli {
+
+/// Set from SIGINT/SIGTERM: training saves a checkpoint and stops.
+extern std::atomic<int> stop_signal;
+
+/// Adds `train` to `app`; returns the action to run once parsing succeeded (exit status).
+std::function<int()> add_train_command(CLI::App& app, int argc, char** argv);
+std::function<int()> add_eval_command(CLI::App& app);
+
+/// The path given to --config (or --config=PATH) in argv, if any: config files are read
+/// before the flags so that flags override them.
+std::string find_config_arg(int argc, char** argv);
+
+}  // namespace cli
+}  // namespace gradcache

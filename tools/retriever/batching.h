@@ -1,0 +1,27 @@
+// Token id lists into padded model inputs, and chunks padded only to their own length.
+#pragma once
+
+#include "retriever/encoder.h"
+
+#include <gradcache/model_input.h>
+
+#include <cstdint>
+#include <vector>
+
+namespace gradcache {
+namespace retriever {
+
+/// Pads the sequences `rows` of `tokens` (in that order) into a TokenBatch, to the longest of
+/// them. Padding id 0, attention mask true on real tokens.
+TokenBatch pad_batch(const std::vector<std::vector<int64_t>>& tokens, const std::vector<int64_t>& rows);
+
+/// Drops the columns that are padding in every row.
+TokenBatch trim_padding(const TokenBatch& batch);
+
+/// A GradCache split function for token batches: splits along dim 0 like
+/// gradcache::split_input, then trims each chunk to its own longest sequence, so a chunk of
+/// short texts is not padded to the longest text of the whole batch. Chunks are views.
+std::vector<gradcache::ModelInput> split_and_trim(const gradcache::ModelInput& input, int64_t chunk_size);
+
+}  // namespace retriever
+}  // namespace gradcache

@@ -1,0 +1,54 @@
+// Training checkpoints: one file holding everything a run needs to continue bit-identically.
+#pragma once
+
+#include "retriever/encoder.h"
+#include "retriever/train_config.h"
+
+#include <torch/optim/optimizer.h>
+
+#include <nlohmann/json.hpp>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace gradcache {
+namespace retriever {
+
+/// Where a run stands: optimizer steps done, and the position in the data.
+struct TrainProgress {
+  int64_t step = 0;            ///< optimizer steps done
+  int64_t epoch = 0;           ///< epoch of the next batch
+  int64_t batch_in_epoch = 0;  ///< index of the next batch within its epoch
+};
+
+/// What a checkpoint says besides the weights.
+struct CheckpointInfo {
+  TrainConfig config;
+  std::string tokenizer;                      ///< serialized sentencepiece model
+  std::vector<std::string> torchscript;       ///< serialized TorchScript encoders (empty: built-in)
+  TrainProgress progress;
+  nlohmann::json baseline = nullptr;          ///< metrics of the untrained model, if measured
+};
+
+/// Writes a checkpoint atomically (temporary file + rename): the model's parameters and
+/// buffers, the optimizer state, the generator state of `device` and of the CPU, and `info`.
+void save_checkpoint(const std::string& path, const CheckpointInfo& info, const BiEncoder& model,
+                     torch::optim::Optimizer& optimizer, const c10::Device& device);
+
+/// Reads a checkpoint's info. Throws std::runtime_error saying what is wrong when the file is
+/// missing, corrupt or not a gradcache checkpoint.
+CheckpointInfo read_checkpoint_info(const std::string& path);
+
+/// The model a config describes: the built-in Transformer (vocabulary config.vocab_size), or
+/// the given serialized TorchScript encoders. Freshly initialised from the current generator.
+BiEncoder build_model(const TrainConfig& config, const std::vector<std::string>& torchscript = {});
+
+/// The model a checkpoint was saved from, with its weights.
+BiEncoder load_model(const std::string& path, const CheckpointInfo& info);
+
+/// Restores the optimizer state and the generators (for --resume).
+void load_training_state(const std::string& path, torch::optim::Optimizer& optimizer, const c10::Device& device);
+
+}  // namespace retriever
+}  // namespace gradcache

@@ -1,0 +1,80 @@
+#include "retriever/evaluate.h"
+
+#include "retriever/batching.h"
+#include "retriever/search.h"
+
+#include <torch/torch.h>
+
+#include <algorithm>
+#include <numeric>
+
+namespace gradcache {
+namespace retriever {
+
+TokenizedEvalSet tokenize_eval_set(std::string name, const TextCollection& corpus, const TextCollection& queries,
+                                   const Qrels& qrels, const Tokenizer& tokenizer, size_t query_max_len,
+                                   size_t passage_max_len) {
+  TokenizedEvalSet out;
+  out.name = std::move(name);
+  for (const auto& text : corpus.texts) out.corpus.push_back(tokenizer.encode(text, passage_max_len));
+  for (const auto& text : queries.texts) out.queries.push_back(tokenizer.encode(text, query_max_len));
+  out.relevant.resize(queries.size());
+  for (size_t q = 0; q < queries.size(); ++q) {
+    auto judged = qrels.find(queries.ids[q]);
+    if (judged == qrels.end()) continue;
+    for (const auto& [doc, grade] : judged->second) {
+      auto row = corpus.index.find(doc);
+      if (row == corpus.index.end()) {
+        ++out.unknown_docs;
+        continue;
+      }
+      out.relevant[q][static_cast<int64_t>(row->second)] = grade;
+    }
+  }
+  return out;
+}
+
+at::Tensor encode_all(const gradcache::Model& model, const std::vector<std::vector<int64_t>>& tokens,
+                      int64_t batch_size, const c10::Device& device) {
+  TORCH_CHECK(!tokens.empty(), "encode_all: nothing to encode");
+  std::vector<int64_t> order(tokens.size());
+  std::iota(order.begin(), order.end(), 0);
+  std::stable_sort(order.begin(), order.end(),
+                   [&](int64_t a, int64_t b) { return tokens[a].size() < tokens[b].size(); });
+  torch::NoGradGuard no_grad;
+  std::vector<at::Tensor> parts;
+  for (size_t start = 0; start < order.size(); start += static_cast<size_t>(batch_size)) {
+    std::vector<int64_t> rows(order.begin() + start,
+                              order.begin() + std::min(order.size(), start + static_cast<size_t>(batch_size)));
+    TokenBatch batch = pad_batch(tokens, rows);
+    for (auto& [name, t] : batch) t = t.to(device);
+    parts.push_back(model(gradcache::ModelInput(batch)).toTensor().to(torch::kFloat32));
+  }
+  auto sorted = torch::cat(parts, 0);
+  auto inverse = torch::empty({static_cast<int64_t>(order.size())}, torch::kLong);
+  inverse.index_put_({torch::tensor(order, torch::kLong)}, torch::arange(static_cast<int64_t>(order.size())));
+  return sorted.index_select(0, inverse.to(sorted.device()));
+}
+
+RetrievalMetrics evaluate(BiEncoder& model, const TokenizedEvalSet& data, const EvalOptions& options) {
+  // No dropout while encoding; the caller's mode comes back even if encoding throws.
+  struct ModeGuard {
+    BiEncoder& model;
+    bool training;
+    ~ModeGuard() { model.train(training); }
+  } restore{model, model.is_training()};
+  model.train(false);
+  auto docs = encode_all(model.passage_model(), data.corpus, options.batch_size, options.device);
+  auto queries = encode_all(model.query_model(), data.queries, options.batch_size, options.device);
+  auto top = exact_top_k(queries, docs, options.top_k);
+  auto indices = top.indices.to(torch::kCPU).contiguous();
+  std::vector<std::vector<int64_t>> ranked(static_cast<size_t>(indices.size(0)));
+  auto a = indices.accessor<int64_t, 2>();
+  for (int64_t q = 0; q < indices.size(0); ++q) {
+    ranked[q].assign(&a[q][0], &a[q][0] + indices.size(1));
+  }
+  return compute_metrics(ranked, data.relevant);
+}
+
+}  // namespace retriever
+}  // namespace gradcache

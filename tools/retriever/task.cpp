@@ -1,0 +1,89 @@
+#include "retriever/task.h"
+
+#include "retriever/wordnet.h"
+
+#include <stdexcept>
+
+namespace gradcache {
+namespace retriever {
+namespace {
+
+// --quick: a small, fixed subset, so a smoke test runs in seconds. Queries keep their
+// relevant passages in the reduced corpus.
+constexpr size_t kQuickTrain = 4096, kQuickQueries = 300, kQuickCorpus = 5000;
+
+EvalData quick_eval(EvalData full) {
+  EvalData out;
+  out.name = full.name + " (quick)";
+  for (size_t q = 0; q < full.queries.size() && out.queries.size() < kQuickQueries; ++q) {
+    out.queries.add(full.queries.ids[q], full.queries.texts[q]);
+  }
+  auto add_doc = [&](size_t row) {
+    if (!out.corpus.index.count(full.corpus.ids[row])) out.corpus.add(full.corpus.ids[row], full.corpus.texts[row]);
+  };
+  for (const auto& qid : out.queries.ids) {
+    auto judged = full.qrels.find(qid);
+    if (judged == full.qrels.end()) continue;
+    out.qrels[qid] = judged->second;
+    for (const auto& [doc, grade] : judged->second) {
+      auto row = full.corpus.index.find(doc);
+      if (row != full.corpus.index.end()) add_doc(row->second);
+    }
+  }
+  for (size_t row = 0; row < full.corpus.size() && out.corpus.size() < kQuickCorpus; ++row) add_doc(row);
+  return out;
+}
+
+EvalData wordnet_split(RetrievalData& data, const std::string& split) {
+  if (split != "test" && split != "dev") throw std::invalid_argument("--split must be test or dev, got '" + split + "'");
+  EvalData eval;
+  eval.name = "wordnet " + split;
+  eval.corpus = data.corpus;
+  eval.queries = split == "test" ? data.test_queries : data.dev_queries;
+  eval.qrels = split == "test" ? data.test_qrels : data.dev_qrels;
+  return eval;
+}
+
+}  // namespace
+
+EvalData load_wordnet_eval(const std::string& wordnet_dir, const std::string& split, bool quick) {
+  WordNetOptions options;
+  options.dir = wordnet_dir;
+  auto data = load_wordnet(options);
+  auto eval = wordnet_split(data, split);
+  return quick ? quick_eval(std::move(eval)) : eval;
+}
+
+TaskData load_task(const TrainConfig& config, const std::string& split) {
+  TaskData task;
+  const auto on_bad = parse_on_bad_line(config.on_bad_line);
+  if (config.train_file.empty()) {
+    WordNetOptions options;
+    options.dir = config.wordnet_dir;
+    auto data = load_wordnet(options);
+    task.train = std::move(data.train);
+    if (config.eval) task.eval = wordnet_split(data, split);
+  } else {
+    task.train = read_train_examples(config.train_file, on_bad);
+    if (config.eval && !config.eval_corpus.empty()) {
+      EvalData eval;
+      eval.name = config.eval_queries;
+      eval.corpus = read_collection(config.eval_corpus, on_bad);
+      eval.queries = read_collection(config.eval_queries, on_bad);
+      eval.qrels = read_qrels(config.eval_qrels, on_bad);
+      task.eval = std::move(eval);
+    }
+  }
+  if (config.quick) {
+    if (task.train.size() > kQuickTrain) {  // every n-th example: all parts of the data
+      std::vector<TrainExample> subset;
+      for (size_t i = 0; i < kQuickTrain; ++i) subset.push_back(std::move(task.train[i * task.train.size() / kQuickTrain]));
+      task.train = std::move(subset);
+    }
+    if (task.eval) task.eval = quick_eval(std::move(*task.eval));
+  }
+  return task;
+}
+
+}  // namespace retriever
+}  // namespace gradcache

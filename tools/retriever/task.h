@@ -1,0 +1,35 @@
+// The data a training run uses: the built-in WordNet task or the user's files.
+#pragma once
+
+#include "retriever/text_data.h"
+#include "retriever/train_config.h"
+
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace gradcache {
+namespace retriever {
+
+struct EvalData {
+  std::string name;  ///< shown in tables, e.g. "wordnet test"
+  TextCollection corpus, queries;
+  Qrels qrels;
+};
+
+struct TaskData {
+  std::vector<TrainExample> train;
+  std::optional<EvalData> eval;
+};
+
+/// Training examples and evaluation data a config names: WordNet (its train split, and its
+/// test split ranked against the whole corpus) unless --train-file is given; then the
+/// evaluation files if given. With --quick, a small deterministic subset.
+/// `split` picks WordNet's evaluation split: "test" or "dev".
+TaskData load_task(const TrainConfig& config, const std::string& split = "test");
+
+/// The WordNet evaluation split alone (for `gradcache eval` without files).
+EvalData load_wordnet_eval(const std::string& wordnet_dir, const std::string& split, bool quick);
+
+}  // namespace retriever
+}  // namespace gradcache

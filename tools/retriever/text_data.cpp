@@ -1,0 +1,390 @@
+#include "retriever/text_data.h"
+
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <cctype>
+#include <cerrno>
+#include <charconv>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <utility>
+
+namespace gradcache::retriever {
+namespace {
+
+using nlohmann::json;
+
+std::string location(const std::string& path, size_t line) {
+  return line == 0 ? path : path + ":" + std::to_string(line);
+}
+
+// Thrown by a line parser to reject the current line; the line loop turns it into a DataError
+// or a skip, so parsers need not know the path, the line number or the policy.
+struct BadLine {
+  std::string reason;
+};
+
+constexpr std::string_view kWhitespace = " \t\r\n\v\f";
+
+std::string_view trim(std::string_view s) {
+  const size_t begin = s.find_first_not_of(kWhitespace);
+  if (begin == std::string_view::npos) return {};
+  return s.substr(begin, s.find_last_not_of(kWhitespace) - begin + 1);
+}
+
+std::vector<std::string_view> split(std::string_view s, char sep) {
+  std::vector<std::string_view> parts;
+  size_t start = 0;
+  for (size_t pos; (pos = s.find(sep, start)) != std::string_view::npos; start = pos + 1)
+    parts.push_back(s.substr(start, pos - start));
+  parts.push_back(s.substr(start));
+  return parts;
+}
+
+std::vector<std::string_view> split_whitespace(std::string_view s) {
+  std::vector<std::string_view> parts;
+  size_t pos = 0;
+  while ((pos = s.find_first_not_of(kWhitespace, pos)) != std::string_view::npos) {
+    const size_t end = std::min(s.find_first_of(kWhitespace, pos), s.size());
+    parts.push_back(s.substr(pos, end - pos));
+    pos = end;
+  }
+  return parts;
+}
+
+// Quotes a value for a message, shortened so that a huge field does not flood the terminal.
+std::string shown(std::string_view s) {
+  constexpr size_t kMax = 60;
+  if (s.size() <= kMax) return "'" + std::string(s) + "'";
+  return "'" + std::string(s.substr(0, kMax)) + "...'";
+}
+
+enum class Format { Jsonl, Tsv };
+
+// The format follows the extension; it is checked before opening so that a typo in the name is
+// reported as such rather than as a parse error on line 1.
+Format format_of(const std::string& path) {
+  std::string ext = std::filesystem::path(path).extension().string();
+  std::transform(ext.begin(), ext.end(), ext.begin(), [](unsigned char c) { return std::tolower(c); });
+  if (ext == ".jsonl" || ext == ".json") return Format::Jsonl;
+  if (ext == ".tsv" || ext == ".txt") return Format::Tsv;
+  throw DataError(path, 0,
+                  "unknown format " + (ext.empty() ? std::string("(no extension)") : shown(ext)) +
+                      "; use .jsonl (one JSON object per line) or .tsv (tab-separated)");
+}
+
+// Reads `path` line by line and calls `parse(line)` on every non-blank, valid UTF-8 line;
+// `parse` returns whether it kept a record (false: a line it ignores, such as a header) or
+// throws BadLine. Handles the bad-line policy and fills `stats`.
+template <class Parse>
+void for_each_line(const std::string& path, OnBadLine on_bad, ReadStats& stats, Parse&& parse) {
+  stats = ReadStats{};
+  std::error_code ignored;  // a path that cannot be inspected fails to open just below, with errno's reason
+  if (std::filesystem::is_directory(path, ignored)) throw DataError(path, 0, "cannot open: it is a directory");
+  std::ifstream file(path, std::ios::binary);
+  if (!file) throw DataError(path, 0, std::string("cannot open: ") + std::strerror(errno));
+
+  std::string line;
+  while (std::getline(file, line)) {
+    const size_t number = ++stats.lines;
+    if (!line.empty() && line.back() == '\r') line.pop_back();  // Windows line ends
+    if (number == 1 && line.compare(0, 3, "\xEF\xBB\xBF") == 0) line.erase(0, 3);  // byte order mark
+    if (trim(line).empty()) continue;
+    try {
+      if (const auto bad = find_invalid_utf8(line))
+        throw BadLine{"invalid UTF-8 at byte " + std::to_string(*bad + 1) + " of the line"};
+      if (parse(line)) ++stats.records;
+    } catch (const BadLine& bad) {
+      if (on_bad == OnBadLine::Error)
+        throw DataError(path, number, bad.reason + " (use --on-bad-line skip to skip such lines)");
+      ++stats.skipped;
+      if (stats.skipped_examples.size() < ReadStats::kMaxSkippedExamples)
+        stats.skipped_examples.push_back(location(path, number) + ": " + bad.reason);
+    }
+  }
+  if (file.bad()) throw DataError(path, 0, std::string("read error: ") + std::strerror(errno));
+}
+
+// The DataError for a file that held nothing usable, with the first skip reason as a hint.
+DataError nothing_read(const std::string& path, const std::string& what, const ReadStats& stats) {
+  std::string message = "no " + what + " in the file";
+  if (stats.skipped > 0)
+    message += " (all " + std::to_string(stats.skipped) + " non-blank lines were skipped; first: " +
+               stats.skipped_examples.front() + ")";
+  return DataError(path, 0, message);
+}
+
+// ---- JSON helpers ----------------------------------------------------------------------------
+
+json parse_json_object(const std::string& line) {
+  json value;
+  try {
+    value = json::parse(line);
+  } catch (const json::parse_error& e) {
+    // nlohmann's message reads "[json.exception.parse_error.101] parse error at line 1, column 5:
+    // ..."; the tag and the JSON-internal line number mean nothing to the user.
+    std::string message = e.what();
+    if (const size_t tag_end = message.find("] "); tag_end != std::string::npos) message.erase(0, tag_end + 2);
+    if (const size_t at = message.find("line 1, column"); at != std::string::npos) message.replace(at, 14, "column");
+    throw BadLine{"malformed JSON: " + message};
+  }
+  if (!value.is_object())
+    throw BadLine{std::string("expected one JSON object per line (JSONL), got a JSON ") + value.type_name()};
+  return value;
+}
+
+const json* find_key(const json& object, const char* key) {
+  const auto it = object.find(key);
+  return it == object.end() ? nullptr : &*it;
+}
+
+// The value of whichever of two equivalent keys is present (our name or Tevatron's); both is
+// ambiguous. Returns nullptr when neither is there.
+const json* find_either(const json& object, const char* key, const char* alias, const char** used) {
+  const json* a = find_key(object, key);
+  const json* b = find_key(object, alias);
+  if (a && b)
+    throw BadLine{std::string("has both \"") + key + "\" and \"" + alias + "\"; keep one"};
+  *used = a ? key : alias;
+  return a ? a : b;
+}
+
+// A non-empty trimmed string from a JSON value, or a BadLine naming `what`.
+std::string nonempty_string(const json& value, const std::string& what) {
+  if (!value.is_string()) throw BadLine{what + " must be a string, got " + value.type_name()};
+  const std::string_view text = trim(value.get_ref<const std::string&>());
+  if (text.empty()) throw BadLine{what + " is empty"};
+  return std::string(text);
+}
+
+// Joins an optional title in front of a text, as "title text".
+std::string with_title(std::string_view title, std::string text) {
+  title = trim(title);
+  if (title.empty()) return text;
+  return std::string(title) + " " + text;
+}
+
+// The text of a passage given as a string or an object {"text": str, "title": str?}.
+std::string passage_text(const json& item, const std::string& what) {
+  if (item.is_string()) return nonempty_string(item, what);
+  if (!item.is_object())
+    throw BadLine{what + " must be a string or an object with \"text\", got " + item.type_name()};
+  const json* text = find_key(item, "text");
+  if (!text) throw BadLine{what + " has no \"text\""};
+  std::string body = nonempty_string(*text, what + ".text");
+  const json* title = find_key(item, "title");
+  if (!title || title->is_null()) return body;
+  if (!title->is_string()) throw BadLine{what + ".title must be a string, got " + title->type_name()};
+  return with_title(title->get_ref<const std::string&>(), std::move(body));
+}
+
+std::vector<std::string> passage_list(const json& list, const char* key) {
+  if (!list.is_array()) throw BadLine{std::string("\"") + key + "\" must be a list, got " + list.type_name()};
+  std::vector<std::string> texts;
+  texts.reserve(list.size());
+  for (size_t i = 0; i < list.size(); ++i)
+    texts.push_back(passage_text(list[i], std::string("\"") + key + "\"[" + std::to_string(i) + "]"));
+  return texts;
+}
+
+TrainExample train_example_from_json(const std::string& line) {
+  const json object = parse_json_object(line);
+  TrainExample example;
+  const json* query = find_key(object, "query");
+  if (!query) throw BadLine{"missing \"query\""};
+  example.query = nonempty_string(*query, "\"query\"");
+
+  const char* key = nullptr;
+  const json* positives = find_either(object, "positives", "positive_passages", &key);
+  if (!positives) throw BadLine{"missing \"positives\" (or \"positive_passages\")"};
+  example.positives = passage_list(*positives, key);
+  if (example.positives.empty()) throw BadLine{std::string("no positives: \"") + key + "\" is empty"};
+
+  if (const json* negatives = find_either(object, "negatives", "negative_passages", &key))
+    example.negatives = passage_list(*negatives, key);
+  return example;
+}
+
+TrainExample train_example_from_tsv(std::string_view line) {
+  const auto fields = split(line, '\t');
+  if (fields.size() < 2)
+    throw BadLine{"expected query<TAB>positive[<TAB>negative...], got 1 field (no tab in the line)"};
+  auto field = [&](size_t i, const char* what) {
+    const std::string_view text = trim(fields[i]);
+    if (text.empty()) throw BadLine{std::string(what) + " (field " + std::to_string(i + 1) + ") is empty"};
+    return std::string(text);
+  };
+  TrainExample example;
+  example.query = field(0, "the query");
+  example.positives.push_back(field(1, "the positive"));
+  for (size_t i = 2; i < fields.size(); ++i) example.negatives.push_back(field(i, "a negative"));
+  return example;
+}
+
+// The id of a collection record: a string or an integer under the first key present.
+std::string record_id(const json& object) {
+  for (const char* key : {"id", "_id", "docid", "query_id", "qid"}) {
+    const json* id = find_key(object, key);
+    if (!id) continue;
+    const std::string what = std::string("\"") + key + "\"";
+    if (id->is_number_integer()) return id->dump();
+    if (!id->is_string()) throw BadLine{what + " must be a string or an integer, got " + id->type_name()};
+    return nonempty_string(*id, what);
+  }
+  throw BadLine{"missing an id (one of \"id\", \"_id\", \"docid\", \"query_id\", \"qid\")"};
+}
+
+std::optional<int> parse_int(std::string_view s) {
+  int value = 0;
+  const auto [end, error] = std::from_chars(s.data(), s.data() + s.size(), value);
+  if (error != std::errc() || end != s.data() + s.size()) return std::nullopt;
+  return value;
+}
+
+}  // namespace
+
+DataError::DataError(std::string path, size_t line, const std::string& message)
+    : std::runtime_error(location(path, line) + ": " + message), path_(std::move(path)), line_(line) {}
+
+OnBadLine parse_on_bad_line(const std::string& name) {
+  if (name == "error") return OnBadLine::Error;
+  if (name == "skip") return OnBadLine::Skip;
+  throw std::invalid_argument("invalid value " + shown(name) + " for bad-line handling; use 'error' or 'skip'");
+}
+
+std::optional<size_t> find_invalid_utf8(std::string_view text) {
+  const auto* s = reinterpret_cast<const unsigned char*>(text.data());
+  const size_t n = text.size();
+  size_t i = 0;
+  while (i < n) {
+    const unsigned char lead = s[i];
+    if (lead < 0x80) {
+      ++i;
+      continue;
+    }
+    // The sequence length and the allowed range of the second byte, which is where overlongs
+    // (E0, F0), surrogates (ED) and code points above U+10FFFF (F4) are excluded.
+    size_t length;
+    unsigned char low = 0x80, high = 0xBF;
+    if (lead >= 0xC2 && lead <= 0xDF) {
+      length = 2;
+    } else if (lead >= 0xE0 && lead <= 0xEF) {
+      length = 3;
+      if (lead == 0xE0) low = 0xA0;
+      if (lead == 0xED) high = 0x9F;
+    } else if (lead >= 0xF0 && lead <= 0xF4) {
+      length = 4;
+      if (lead == 0xF0) low = 0x90;
+      if (lead == 0xF4) high = 0x8F;
+    } else {
+      return i;  // a continuation byte without a lead, C0/C1 (always overlong), or F5..FF
+    }
+    if (i + length > n) return i;  // truncated
+    if (s[i + 1] < low || s[i + 1] > high) return i;
+    for (size_t k = 2; k < length; ++k)
+      if (s[i + k] < 0x80 || s[i + k] > 0xBF) return i;
+    i += length;
+  }
+  return std::nullopt;
+}
+
+std::vector<TrainExample> read_train_examples(const std::string& path, OnBadLine on_bad, ReadStats* stats) {
+  const Format format = format_of(path);
+  ReadStats local;
+  ReadStats& seen = stats ? *stats : local;
+  std::vector<TrainExample> examples;
+  for_each_line(path, on_bad, seen, [&](const std::string& line) {
+    examples.push_back(format == Format::Jsonl ? train_example_from_json(line) : train_example_from_tsv(line));
+    return true;
+  });
+  if (examples.empty()) throw nothing_read(path, "training examples", seen);
+  return examples;
+}
+
+void TextCollection::add(std::string id, std::string text) {
+  const auto [it, inserted] = index.try_emplace(id, ids.size());
+  if (!inserted)
+    throw std::invalid_argument("duplicate id " + shown(id) + " (first at record " + std::to_string(it->second + 1) + ")");
+  ids.push_back(std::move(id));
+  texts.push_back(std::move(text));
+}
+
+TextCollection read_collection(const std::string& path, OnBadLine on_bad, ReadStats* stats) {
+  const Format format = format_of(path);
+  ReadStats local;
+  ReadStats& seen = stats ? *stats : local;
+  TextCollection collection;
+  std::vector<size_t> line_of;  // the line of each record, for duplicate-id messages
+  for_each_line(path, on_bad, seen, [&](const std::string& line) {
+    std::string id, text;
+    if (format == Format::Jsonl) {
+      const json object = parse_json_object(line);
+      id = record_id(object);
+      const char* key = nullptr;
+      const json* body = find_either(object, "text", "query", &key);
+      if (!body) throw BadLine{"missing \"text\""};
+      text = nonempty_string(*body, std::string("\"") + key + "\"");
+      if (const json* title = find_key(object, "title"); title && !title->is_null()) {
+        if (!title->is_string()) throw BadLine{std::string("\"title\" must be a string, got ") + title->type_name()};
+        text = with_title(title->get_ref<const std::string&>(), std::move(text));
+      }
+    } else {
+      const auto fields = split(line, '\t');
+      if (fields.size() < 2 || fields.size() > 3)
+        throw BadLine{"expected id<TAB>text[<TAB>title], got " + std::to_string(fields.size()) + " field" +
+                      (fields.size() == 1 ? " (no tab in the line)" : "s")};
+      id = std::string(trim(fields[0]));
+      if (id.empty()) throw BadLine{"the id (field 1) is empty"};
+      text = std::string(trim(fields[1]));
+      if (text.empty()) throw BadLine{"the text (field 2) is empty"};
+      if (fields.size() == 3) text = with_title(fields[2], std::move(text));
+    }
+    if (const auto it = collection.index.find(id); it != collection.index.end())
+      throw BadLine{"duplicate id " + shown(id) + " (first on line " + std::to_string(line_of[it->second]) + ")"};
+    collection.add(std::move(id), std::move(text));
+    line_of.push_back(seen.lines);
+    return true;
+  });
+  if (collection.size() == 0) throw nothing_read(path, "records", seen);
+  return collection;
+}
+
+Qrels read_qrels(const std::string& path, OnBadLine on_bad, ReadStats* stats) {
+  ReadStats local;
+  ReadStats& seen = stats ? *stats : local;
+  Qrels qrels;
+  size_t field_count = 0;  // 0 until the first data line fixes the format: 4 = TREC, 3 = BEIR
+  bool first = true;
+  for_each_line(path, on_bad, seen, [&](const std::string& line) {
+    const bool is_first = std::exchange(first, false);
+    const auto fields = split_whitespace(line);
+    if (field_count == 0) {
+      if (fields.size() != 3 && fields.size() != 4)
+        throw BadLine{"expected 4 fields (TREC: qid iter docid rel) or 3 (BEIR: query-id corpus-id score), got " +
+                      std::to_string(fields.size())};
+      field_count = fields.size();
+    } else if (fields.size() != field_count) {
+      throw BadLine{"expected " + std::to_string(field_count) + " fields like the first line (" +
+                    (field_count == 4 ? "TREC: qid iter docid rel" : "BEIR: query-id corpus-id score") + "), got " +
+                    std::to_string(fields.size())};
+    }
+    const std::string_view grade_text = fields.back();
+    const auto grade = parse_int(grade_text);
+    if (!grade) {
+      if (is_first && field_count == 3) return false;  // BEIR header "query-id corpus-id score"
+      throw BadLine{"the relevance grade " + shown(grade_text) + " is not an integer"};
+    }
+    const std::string_view query = fields[0];
+    const std::string_view doc = field_count == 4 ? fields[2] : fields[1];
+    auto& judged = qrels[std::string(query)];
+    if (!judged.emplace(std::string(doc), *grade).second)
+      throw BadLine{"duplicate judgement for query " + shown(query) + " and document " + shown(doc)};
+    return true;
+  });
+  if (qrels.empty()) throw nothing_read(path, "judgements", seen);
+  return qrels;
+}
+
+}  // namespace gradcache::retriever

@@ -1,0 +1,112 @@
+// Reading retrieval data files: training pairs, corpora / query sets, and relevance judgements.
+//
+// Every reader works line by line, so a problem is reported as "PATH:LINE: reason"; with
+// OnBadLine::Skip the bad lines are counted instead (ReadStats) and reading goes on.
+#pragma once
+
+#include <cstddef>
+#include <map>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+namespace gradcache::retriever {
+
+/// An error in an input file. what() starts with "PATH:LINE: " (or "PATH: " when line == 0,
+/// i.e. the file as a whole, e.g. cannot open).
+class DataError : public std::runtime_error {
+ public:
+  DataError(std::string path, size_t line, const std::string& message);
+  /// The file the error is about.
+  const std::string& path() const { return path_; }
+  /// The 1-based line, or 0 when the error concerns the whole file.
+  size_t line() const { return line_; }
+
+ private:
+  std::string path_;
+  size_t line_;
+};
+
+/// What a reader does with a bad line: throw a DataError, or count it and go on.
+enum class OnBadLine { Error, Skip };
+
+/// Parses a command-line value: "error" or "skip". Anything else throws std::invalid_argument
+/// naming the valid values.
+OnBadLine parse_on_bad_line(const std::string& name);
+
+/// What a reader saw: lines read (blank ones included), records kept, lines skipped (with
+/// OnBadLine::Skip), and the first few skip reasons ("PATH:LINE: reason").
+struct ReadStats {
+  size_t lines = 0, records = 0, skipped = 0;
+  std::vector<std::string> skipped_examples;  // at most kMaxSkippedExamples
+  static constexpr size_t kMaxSkippedExamples = 5;
+};
+
+/// Returns the byte offset of the first invalid UTF-8 sequence, or std::nullopt if valid.
+/// Overlong encodings, UTF-16 surrogates (U+D800..U+DFFF), code points above U+10FFFF and
+/// truncated sequences are invalid.
+std::optional<size_t> find_invalid_utf8(std::string_view text);
+
+/// One training query with its relevant passages and (optional) hard negatives.
+struct TrainExample {
+  std::string query;
+  std::vector<std::string> positives;  // at least one
+  std::vector<std::string> negatives;  // hard negatives, may be empty
+};
+
+/// Training pairs from a file; the format follows the extension (case-insensitive):
+/// - .jsonl / .json: one JSON object per line. Accepts {"query": str, "positives": [...],
+///   "negatives": [...]} where list items are strings or objects {"text": str, "title": str
+///   (optional)}, and Tevatron's own key names "positive_passages" / "negative_passages"
+///   (objects with "docid", "title", "text"). A title, when non-empty, is joined as
+///   "title text" (one space). Other keys are ignored.
+/// - .tsv / .txt: query<TAB>positive[<TAB>negative...]
+/// Texts are trimmed of surrounding whitespace; a UTF-8 byte order mark and CR line ends are
+/// accepted. Blank lines are ignored. Bad lines (malformed JSON, wrong types, missing query, no
+/// positives, an empty query/passage text, invalid UTF-8, a TSV line with fewer than 2 fields)
+/// throw DataError(path, line, reason) with OnBadLine::Error, or are counted and skipped with
+/// Skip. A missing/unreadable file throws DataError(path, 0, "cannot open: <strerror>"); an
+/// unknown extension throws DataError(path, 0, "unknown format ...; use .jsonl or .tsv"); a
+/// file with no usable record throws DataError(path, 0, "no training examples ...").
+/// `stats`, when given, is overwritten with what was read.
+std::vector<TrainExample> read_train_examples(const std::string& path, OnBadLine on_bad = OnBadLine::Error,
+                                              ReadStats* stats = nullptr);
+
+/// A corpus or a query set: ids and texts in file order, and id -> position.
+struct TextCollection {
+  std::vector<std::string> ids;
+  std::vector<std::string> texts;
+  std::unordered_map<std::string, size_t> index;
+  size_t size() const { return ids.size(); }
+  /// Appends a record; throws std::invalid_argument on a duplicate id.
+  void add(std::string id, std::string text);
+};
+
+/// A corpus or queries, by extension:
+/// - .tsv / .txt: "id<TAB>text", optionally a third column "title" that is joined in front as
+///   "title text" (more than 3 columns is a bad line).
+/// - .jsonl / .json: {"id"|"_id"|"docid"|"query_id"|"qid": str or integer, "text": str,
+///   "title": str?}; the first id key present in that order is used. "query" is accepted in
+///   place of "text" (Tevatron's query files).
+/// Same bad-line rules as read_train_examples; an empty id or text and a duplicate id are bad
+/// lines. A file with no usable record throws DataError(path, 0, "no records ...").
+TextCollection read_collection(const std::string& path, OnBadLine on_bad = OnBadLine::Error,
+                               ReadStats* stats = nullptr);
+
+/// Relevance judgements: query id -> (doc id -> grade). Grades > 0 are relevant; entries with
+/// grade <= 0 are kept.
+using Qrels = std::map<std::string, std::map<std::string, int>>;
+
+/// Judgements in either of two formats, whatever the extension:
+/// - TREC qrels "qid iter docid rel" (whitespace separated, 4 fields);
+/// - BEIR TSV "query-id<TAB>corpus-id<TAB>score" (3 fields; a first line that is a header,
+///   i.e. whose score field is not an integer, is skipped).
+/// The first data line fixes the format; a line with another field count, a grade that is not
+/// an integer, or a second judgement of the same (query, doc) pair is a bad line (same rules as
+/// read_train_examples). A file with no judgement throws DataError(path, 0, "no judgements ...").
+Qrels read_qrels(const std::string& path, OnBadLine on_bad = OnBadLine::Error, ReadStats* stats = nullptr);
+
+}  // namespace gradcache::retriever

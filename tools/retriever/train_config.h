@@ -1,0 +1,75 @@
+// Settings of a training run: what the CLI's flags and JSON config files fill in.
+#pragma once
+
+#include <nlohmann/json.hpp>
+
+#include <cstdint>
+#include <string>
+
+namespace gradcache {
+namespace retriever {
+
+struct TrainConfig {
+  // Data: built-in WordNet reverse dictionary unless train_file is given.
+  std::string train_file;  ///< JSONL (Tevatron layout) or TSV; "" = WordNet
+  std::string wordnet_dir = "/usr/share/wordnet";
+  std::string eval_corpus, eval_queries, eval_qrels;  ///< evaluation data for user training data
+  std::string on_bad_line = "error";                  ///< "error" | "skip"
+
+  // Tokenizer
+  std::string tokenizer;  ///< sentencepiece .model; "" = train one on the training texts
+  int64_t vocab_size = 8000;
+  int64_t query_max_len = 32;
+  int64_t passage_max_len = 32;
+
+  // Model
+  std::string model;  ///< TorchScript encoder file; "" = the built-in Transformer
+  int64_t dim = 128;
+  int64_t layers = 2;
+  int64_t heads = 4;
+  int64_t ffn_dim = 512;
+  int64_t projection_dim = 0;
+  double dropout = 0.1;
+  bool normalize = true;
+  bool untie = false;
+
+  // Training
+  std::string mode = "cache";  ///< "cache" | "full" | "accumulate"
+  std::string loss = "infonce";  ///< "infonce" | "symmetric"
+  int64_t batch_size = 1024;   ///< the contrastive batch: queries that see each other's passages
+  int64_t chunk_size = 64;     ///< rows per forward pass (the memory knob)
+  int64_t negatives = 0;       ///< hard negatives per query
+  int64_t epochs = 1;
+  int64_t max_steps = 0;       ///< > 0: stop after this many optimizer steps
+  double lr = 2e-3;
+  double weight_decay = 0.01;
+  double warmup = 0.1;         ///< fraction of the steps with a linear warm-up
+  double max_grad_norm = 1.0;  ///< 0: no clipping
+  double temperature = 0.05;
+  uint64_t seed = 42;
+  bool keep_last = false;      ///< keep the incomplete last batch of each epoch
+  int64_t threads = 0;         ///< 0: all cores (OpenBLAS), 1 intra-op thread
+  std::string device = "cpu";
+
+  // Output
+  std::string output = "runs/default";
+  int64_t save_every = 0;  ///< steps between checkpoints; 0: at the end (and on interrupt)
+  int64_t log_every = 10;
+  std::string metrics_out;  ///< JSON lines; default OUTPUT/metrics.jsonl
+  bool eval = true;         ///< evaluate before and after training when there is evaluation data
+  int64_t eval_batch_size = 512;
+  bool quick = false;       ///< a tiny run for smoke tests
+};
+
+void to_json(nlohmann::json& j, const TrainConfig& c);
+/// Reads the keys present in `j` over `c`; unknown keys are an error (they are usually typos).
+void from_json(const nlohmann::json& j, TrainConfig& c);
+
+/// Checks the values and their combinations; throws std::invalid_argument naming the flag.
+void validate(const TrainConfig& c);
+
+/// Settings that change what a resumed run computes (all but output, logging and length).
+nlohmann::json resume_invariant(const TrainConfig& c);
+
+}  // namespace retriever
+}  // namespace gradcache
