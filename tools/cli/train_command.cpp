@@ -71,12 +71,12 @@ std::function<int()> add_train_command(CLI::App& app, int argc, char** argv) {
     }
   }
   auto& c = *config;
-  struct RunFlags {
+  struct RunFlags {  // flags that are not settings; they outlive this function with the action
     bool resume = false, overwrite = false;
+    std::string config_file;  // read above, before the flags
   };
   auto flags = std::make_shared<RunFlags>();
-  std::string ignored_config;
-  cmd->add_option("--config", ignored_config, "JSON file of settings (keys as in config.json); flags override it");
+  cmd->add_option("--config", flags->config_file, "JSON file of settings (keys as in config.json); flags override it");
 
   auto group = [&](const char* name) { return cmd->add_option_group(name); };
   auto* data = group("Data");

@@ -79,6 +79,17 @@ nlohmann::json to_json(const RetrievalMetrics& m) {
                         {"mrr@10", m.mrr_at_10},       {"ndcg@10", m.ndcg_at_10},     {"queries", m.queries}};
 }
 
+RetrievalMetrics metrics_from_json(const nlohmann::json& j) {
+  RetrievalMetrics m;
+  m.recall_at_1 = j.at("recall@1");
+  m.recall_at_10 = j.at("recall@10");
+  m.recall_at_100 = j.at("recall@100");
+  m.mrr_at_10 = j.at("mrr@10");
+  m.ndcg_at_10 = j.at("ndcg@10");
+  m.queries = j.at("queries");
+  return m;
+}
+
 std::string format_metrics_table(const std::vector<std::pair<std::string, RetrievalMetrics>>& rows) {
   size_t name_width = 5;  // "model"
   for (const auto& row : rows) name_width = std::max(name_width, row.first.size());

@@ -31,6 +31,8 @@ RetrievalMetrics compute_metrics(const std::vector<std::vector<int64_t>>& ranked
 
 /// Keys: "recall@1", "recall@10", "recall@100", "mrr@10", "ndcg@10", "queries".
 nlohmann::json to_json(const RetrievalMetrics& m);
+/// The inverse of to_json (checkpoints keep the untrained model's metrics).
+RetrievalMetrics metrics_from_json(const nlohmann::json& j);
 
 /// A plain-text table for stdout: a header line, then one row per named result with columns
 /// R@1 R@10 R@100 MRR@10 nDCG@10 (4 decimals) and queries, aligned; e.g. rows {"untrained", m0},

@@ -24,10 +24,10 @@ struct TrainConfig {
 
   // Model
   std::string model;  ///< TorchScript encoder file; "" = the built-in Transformer
-  int64_t dim = 128;
+  int64_t dim = 64;
   int64_t layers = 2;
   int64_t heads = 4;
-  int64_t ffn_dim = 512;
+  int64_t ffn_dim = 256;
   int64_t projection_dim = 0;
   double dropout = 0.1;
   bool normalize = true;

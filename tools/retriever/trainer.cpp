@@ -433,16 +433,7 @@ TrainResult Run::execute() {
         "; continue with --resume");
   } else {
     result_.trained = evaluate_now("trained");
-    if (!baseline_.is_null()) {
-      result_.untrained = RetrievalMetrics{};
-      const auto& b = baseline_;
-      result_.untrained->recall_at_1 = b.at("recall@1");
-      result_.untrained->recall_at_10 = b.at("recall@10");
-      result_.untrained->recall_at_100 = b.at("recall@100");
-      result_.untrained->mrr_at_10 = b.at("mrr@10");
-      result_.untrained->ndcg_at_10 = b.at("ndcg@10");
-      result_.untrained->queries = b.at("queries");
-    }
+    if (!baseline_.is_null()) result_.untrained = metrics_from_json(baseline_);
   }
   result_.eval_name = eval_set_ ? eval_set_->name : "";
   result_.wall_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
