@@ -2,6 +2,8 @@
 
 #include "detail/state_guard.h"
 
+#include <gradcache/memory.h>
+
 #include <torch/csrc/autograd/autograd.h>
 #include <torch/csrc/autograd/function.h>
 #include <torch/csrc/autograd/variable.h>
@@ -71,6 +73,10 @@ GradCache::GradCache(std::vector<Model> models, std::vector<int64_t> chunk_sizes
                 " must be positive, got ", chunk_sizes_[i]);
   }
   TORCH_CHECK(loss_fn_.defined(), "GradCache: the loss function is empty");
+  TORCH_CHECK(options_.retain_chunks() >= -1, "GradCache: retain_chunks must be >= 0 (or -1: automatic), got ",
+              options_.retain_chunks());
+  TORCH_CHECK(options_.memory_budget() >= 0, "GradCache: memory_budget must be >= 0 bytes, got ",
+              options_.memory_budget());
 }
 
 GradCache::GradCache(std::vector<Model> models, int64_t chunk_size, Loss loss_fn, GradCacheOptions options)
@@ -100,6 +106,7 @@ at::Tensor GradCache::cache_step(const std::vector<ModelInput>& inputs, const Lo
 
   // Steps 1 and 2 touch only generators and buffers; if they fail, both are put back.
   detail::Rollback rollback(devices, buffers);
+  budget_left_ = options_.memory_budget();
   std::vector<ForwardResult> forward(n);
   std::vector<at::Tensor> reps(n);
   for (size_t i = 0; i < n; ++i) {
@@ -110,6 +117,7 @@ at::Tensor GradCache::cache_step(const std::vector<ModelInput>& inputs, const Lo
   const auto cache = build_cache(reps, loss_args, loss);
   rollback.commit();
 
+  for (size_t i = 0; i < n; ++i) backward_retained(i, forward[i], cache[i]);
   for (size_t i = 0; i < n; ++i) forward_backward(i, chunks[i], forward[i], cache[i]);
   return loss;
 }
@@ -134,25 +142,65 @@ at::Tensor GradCache::compute_loss(const std::vector<at::Tensor>& reps, const Lo
   return loss_fn_(reps, loss_args);
 }
 
+int64_t GradCache::retain_limit(size_t num_chunks) const {
+  const auto n = static_cast<int64_t>(num_chunks);
+  if (options_.retain_chunks() >= 0) return std::min(options_.retain_chunks(), n);
+  return options_.memory_budget() > 0 ? n : std::min<int64_t>(1, n);
+}
+
 GradCache::ForwardResult GradCache::forward_no_grad(size_t model_index, const std::vector<ModelInput>& chunks) {
   const Model& model = models_[model_index];
   const auto parameter_devices = devices_of(model.parameters());
+  const bool measure = options_.memory_budget() > 0;
+  const c10::Device memory_device = parameter_devices.empty() ? c10::Device(c10::kCPU) : parameter_devices.front();
+  TORCH_CHECK(!measure || memory_stats(memory_device).has_value(), "GradCache: memory_budget needs to measure ",
+              "tensor memory on ", memory_device, "; on CPU call gradcache::CpuMemoryTracker::install() first");
+  int64_t limit = retain_limit(chunks.size());
+  double bytes_per_row = -1;  // measured on the first retained chunk
+
   ForwardResult result;
   std::vector<at::Tensor> reps;
-  c10::NoGradGuard no_grad;
-  for (const auto& chunk : chunks) {
+  for (size_t c = 0; c < chunks.size(); ++c) {
+    const auto& chunk = chunks[c];
     result.rng_states.push_back(RngState::capture(merge(parameter_devices, devices_of(get_input_tensors(chunk)))));
-    at::Tensor rep = get_reps(model_call(model, chunk));
+    const auto rows = chunk.batch_size();
+    bool retain = static_cast<int64_t>(std::count(result.retained.begin(), result.retained.end(), true)) < limit;
+    if (retain && measure && bytes_per_row >= 0 && rows) retain = bytes_per_row * *rows <= budget_left_;
+
+    at::Tensor rep;
+    if (retain) {
+      c10::AutoGradMode with_grad(true);
+      const int64_t before = memory_stats(memory_device).value_or(MemoryStats{}).current;
+      rep = get_reps(model_call(model, chunk));
+      if (measure) {
+        const int64_t cost = memory_stats(memory_device).value_or(MemoryStats{}).current - before;
+        if (rows && *rows > 0) bytes_per_row = static_cast<double>(cost) / *rows;
+        if (cost > budget_left_) {  // the probe does not fit: drop its graph, replay it later
+          retain = false;
+          limit = 0;
+          rep = rep.detach();
+        } else {
+          budget_left_ -= cost;
+          result.retained_bytes += cost;
+        }
+      }
+    } else {
+      c10::NoGradGuard no_grad;
+      rep = get_reps(model_call(model, chunk));
+    }
     TORCH_CHECK(rep.defined() && rep.dim() >= 1 && rep.is_floating_point(), "GradCache: ",
                 model_label(model_index, model),
                 " must give a floating-point representation with a batch dimension, got ",
                 rep.defined() ? rep.toString() + " of shape " + c10::str(rep.sizes()) : std::string("an undefined tensor"));
-    const auto rows = chunk.batch_size();
     TORCH_CHECK(!rows || rep.size(0) == *rows, "GradCache: ", model_label(model_index, model),
                 " returned a representation with ", rep.size(0), " rows for a chunk of ", *rows,
                 " rows; it must give one row per input row (dim 0)");
+    TORCH_CHECK(!retain || rep.requires_grad(), "GradCache: ", model_label(model_index, model),
+                " gave a representation without graph although it ran with grad; do its parameters require grad?");
     result.chunk_rows.push_back(rep.size(0));
-    reps.push_back(std::move(rep));
+    result.retained.push_back(retain);
+    result.graphs.push_back(retain ? rep : at::Tensor());
+    reps.push_back(rep.detach());
   }
   result.reps = reps.size() == 1 ? reps[0] : at::cat(reps, 0);
   return result;
@@ -188,16 +236,28 @@ std::vector<at::Tensor> GradCache::build_cache(const std::vector<at::Tensor>& re
   return grads;
 }
 
+void GradCache::backward_retained(size_t model_index, ForwardResult& forward, const at::Tensor& cached_grads) {
+  if (std::find(forward.retained.begin(), forward.retained.end(), true) == forward.retained.end()) return;
+  const auto grads = cached_grads.split_with_sizes(forward.chunk_rows, 0);
+  for (size_t c = 0; c < forward.graphs.size(); ++c) {
+    if (!forward.retained[c]) continue;
+    torch::autograd::backward({forward.graphs[c]}, {grads[c]});
+    forward.graphs[c] = at::Tensor();  // frees the graph's activations now
+  }
+}
+
 void GradCache::forward_backward(size_t model_index, const std::vector<ModelInput>& chunks,
                                  const ForwardResult& forward, const at::Tensor& cached_grads) {
   const Model& model = models_[model_index];
   std::vector<c10::Device> devices;
   for (const auto& state : forward.rng_states) devices = merge(devices, state.devices());
-  {
+  if (std::find(forward.retained.begin(), forward.retained.end(), false) != forward.retained.end()) {
     RngStateGuard generators_as_left_by_step_1(devices);
     detail::BufferGuard buffers_updated_once(model.buffers());  // no second BatchNorm update
+    c10::AutoGradMode with_grad(true);
     const auto grads = cached_grads.split_with_sizes(forward.chunk_rows, 0);
     for (size_t c = 0; c < chunks.size(); ++c) {
+      if (forward.retained[c]) continue;  // done by backward_retained
       forward.rng_states[c].restore();
       at::Tensor rep = get_reps(model_call(model, chunks[c]));
       torch::autograd::backward({rep}, {grads[c]});

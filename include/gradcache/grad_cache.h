@@ -36,6 +36,15 @@ struct GradCacheOptions {
   TORCH_ARG(SplitInputFn, split_input_fn) = nullptr;
   /// Picks the representation out of a model output; by default the output is the tensor.
   TORCH_ARG(GetRepFn, get_rep_fn) = nullptr;
+  /// Chunks of each model that keep their graph from step 1, so step 3 only runs their
+  /// backward (no recompute): less time for more memory. The first chunks are kept.
+  /// -1 (default): one chunk per model, or as many as fit memory_budget when it is set.
+  TORCH_ARG(int64_t, retain_chunks) = -1;
+  /// Bytes of activations the retained chunks of all models may hold together (0: no
+  /// budget). Measured, not guessed: the first chunk of each model runs with grad as a probe
+  /// (and is replayed later if it does not fit). Needs memory_stats() for the models'
+  /// device: on CPU, install gradcache::CpuMemoryTracker first.
+  TORCH_ARG(int64_t, memory_budget) = 0;
 };
 
 /// Gradient Cache (Gao et al., 2021), algorithm.md §2.
@@ -74,6 +83,9 @@ class GradCache {
     at::Tensor reps;                   ///< representations of all chunks, no graph
     std::vector<RngState> rng_states;  ///< generator states before each chunk
     std::vector<int64_t> chunk_rows;   ///< rows of each chunk
+    std::vector<bool> retained;        ///< chunks whose graph step 1 kept (not replayed)
+    std::vector<at::Tensor> graphs;    ///< their representations with the graph, until step 3
+    int64_t retained_bytes = 0;        ///< activations they hold (when measured)
   };
 
  protected:
@@ -88,7 +100,8 @@ class GradCache {
   /// The loss on the (leaf) representations.
   virtual at::Tensor compute_loss(const std::vector<at::Tensor>& reps, const LossArgs& loss_args);
 
-  /// Step 1: every chunk under no-grad, recording the generators before each.
+  /// Step 1: every chunk under no-grad, recording the generators before each; retained
+  /// chunks run with grad and keep their graph.
   virtual ForwardResult forward_no_grad(size_t model_index, const std::vector<ModelInput>& chunks);
   /// Step 2: the loss on leaf copies of the representations and its backward; returns the
   /// gradient of the loss with respect to each model's representations, in model order.
@@ -98,6 +111,9 @@ class GradCache {
   /// backpropagates its slice of the cached gradient into the parameters.
   virtual void forward_backward(size_t model_index, const std::vector<ModelInput>& chunks,
                                 const ForwardResult& forward, const at::Tensor& cached_grads);
+  /// Step 3 for retained chunks: backpropagates their slices through the kept graphs and
+  /// frees them. Runs for every model before any replay, so their memory is free by then.
+  virtual void backward_retained(size_t model_index, ForwardResult& forward, const at::Tensor& cached_grads);
 
   /// Hook: model `model_index` has run the backward of its last chunk. Its parameter
   /// gradients are complete once the last model sharing its module has reached this point
@@ -109,10 +125,14 @@ class GradCache {
   bool last_use_of_module(size_t model_index) const;
 
  private:
+  // How many chunks of a model to retain, and the budget left for this step.
+  int64_t retain_limit(size_t num_chunks) const;
+
   std::vector<Model> models_;
   std::vector<int64_t> chunk_sizes_;
   Loss loss_fn_;
   GradCacheOptions options_;
+  int64_t budget_left_ = 0;  // memory_budget minus what this step's retained chunks hold
 };
 
 }  // namespace gradcache

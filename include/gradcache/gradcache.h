@@ -1,10 +1,12 @@
 // gradcache: Gradient Cache for LibTorch. The umbrella header.
 #pragma once
 
+#include <gradcache/chunk_size.h>
 #include <gradcache/contrastive_loss.h>
 #include <gradcache/functional.h>
 #include <gradcache/grad_cache.h>
 #include <gradcache/loss.h>
+#include <gradcache/memory.h>
 #include <gradcache/model.h>
 #include <gradcache/model_input.h>
 #include <gradcache/rng_state.h>

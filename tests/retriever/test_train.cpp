@@ -228,6 +228,7 @@ TEST(Trainer, ModesAgreeWhereTheyShould) {
     auto config = tiny_config(dir);
     config.mode = mode;
     config.chunk_size = 64;  // larger than the batch: one chunk
+    config.sort_by_length = false;  // accumulate never sorts: keep one order for all
     config.max_steps = 2;
     config.eval = false;
     config.output = dir / mode;
@@ -350,4 +351,83 @@ TEST(Trainer, LearningRateWarmsUpThenDecays) {
   EXPECT_DOUBLE_EQ(gr::lr_factor(10, 100, 10), 1.0);
   EXPECT_DOUBLE_EQ(gr::lr_factor(99, 100, 10), 1.0 / 90);
   EXPECT_DOUBLE_EQ(gr::lr_factor(0, 5, 0), 1.0);
+}
+
+TEST(Batching, TokenBudgetChunksKeepOrderAndStayWithinTheBudget) {
+  std::vector<std::vector<int64_t>> tokens{{1}, {2}, {3, 3}, {4, 4}, {5, 5, 5}, {6, 6, 6, 6, 6, 6, 6}, {7}};
+  auto batch = gr::pad_batch(tokens, {0, 1, 2, 3, 4, 5, 6});
+  auto chunks = gr::split_by_tokens(6)(gradcache::ModelInput(batch), /*max_rows=*/100);
+  std::vector<int64_t> rows, widths;
+  torch::Tensor ids;
+  for (const auto& c : chunks) {
+    rows.push_back(c.kwarg("input_ids").size(0));
+    widths.push_back(c.kwarg("input_ids").size(1));
+    EXPECT_TRUE(c.kwarg("input_ids").size(0) == 1 || rows.back() * widths.back() <= 6);
+    ids = ids.defined() ? torch::cat({ids, c.kwarg("input_ids").select(1, 0)}) : c.kwarg("input_ids").select(1, 0);
+  }
+  // {1},{2},{3,3} fit 3x2 = 6; {4,4},{5,5,5} fit 2x3 = 6; {6 x7} alone (longer than the budget); {7}.
+  EXPECT_EQ(rows, (std::vector<int64_t>{3, 2, 1, 1}));
+  EXPECT_EQ(widths, (std::vector<int64_t>{2, 3, 7, 1}));
+  EXPECT_TRUE(torch::equal(ids, torch::tensor({1, 2, 3, 4, 5, 6, 7}, torch::kLong)));  // order kept
+  EXPECT_EQ(gr::split_by_tokens(100)(gradcache::ModelInput(batch), /*max_rows=*/2).size(), 4u);  // row cap
+  EXPECT_EQ(gr::sorted_by_length(tokens, {5, 0, 2, 4}), (std::vector<int64_t>{0, 2, 4, 5}));
+}
+
+TEST(TrainConfig, SizesInBytes) {
+  EXPECT_EQ(gr::parse_bytes("1024", "--x"), 1024);
+  EXPECT_EQ(gr::parse_bytes("512M", "--x"), int64_t{512} << 20);
+  EXPECT_EQ(gr::parse_bytes("2G", "--x"), int64_t{2} << 30);
+  EXPECT_EQ(gr::parse_bytes("1.5GiB", "--x"), int64_t{3} << 29);
+  EXPECT_EQ(gr::parse_bytes("64kb", "--x"), 64 << 10);
+  EXPECT_NE(error_of([] { gr::parse_bytes("12X", "--memory-budget"); }).find("--memory-budget takes a size"),
+            std::string::npos);
+  EXPECT_NE(error_of([] { gr::parse_bytes("-5M", "--x"); }).find("takes a size"), std::string::npos);
+}
+
+TEST(Batching, TokenBudgetAndRetainedChunksGiveFullBatchGradients) {
+  torch::manual_seed(2);
+  gr::TransformerEncoder enc(gr::EncoderOptions(40).dim(16).heads(2).layers(1).ffn_dim(32).max_len(10).dropout(0));
+  std::vector<std::vector<int64_t>> tokens;
+  for (int i = 0; i < 16; ++i) tokens.push_back(std::vector<int64_t>(1 + (i * 5) % 9, 1 + i));
+  std::vector<int64_t> q_rows{0, 1, 2, 3, 4, 5, 6, 7}, p_rows{8, 9, 10, 11, 12, 13, 14, 15};
+  auto q = gr::pad_batch(tokens, gr::sorted_by_length(tokens, q_rows)), p = gr::pad_batch(tokens, p_rows);
+  gradcache::SimpleContrastiveLoss loss(gradcache::ContrastiveLossOptions().temperature(0.1));
+  loss(enc(q), enc(p)).backward();  // a real full-batch backward
+  std::vector<torch::Tensor> full;
+  for (auto& t : enc->parameters()) {
+    full.push_back(t.grad().clone());
+    t.mutable_grad() = torch::Tensor();
+  }
+  gradcache::GradCache cache({enc, enc}, 8, loss,
+                             gradcache::GradCacheOptions().split_input_fn(gr::split_by_tokens(20)).retain_chunks(2));
+  cache({q, p});
+  double diff = 0, scale = 0;
+  auto params = enc->parameters();
+  for (size_t i = 0; i < params.size(); ++i) {
+    diff = std::max(diff, (params[i].grad() - full[i]).abs().max().item<double>());
+    scale = std::max(scale, full[i].abs().max().item<double>());
+  }
+  EXPECT_LT(diff / scale, 1e-5);  // float32 summation order, as in test_grad_cache.cpp
+}
+
+TEST(Trainer, AutomaticChunkSizesAreMeasuredOnceAndKeptOnResume) {
+  TempDir dir;
+  write_task(dir);
+  auto config = tiny_config(dir);
+  config.chunk_size_auto = true;
+  config.memory_budget = int64_t{200} << 10;  // small enough to need several chunks
+  config.retain_memory = int64_t{200} << 10;
+  config.eval = false;
+  auto options = quiet();
+  options.stop_after_steps = 2;
+  const auto first = gr::train(config, options);
+  EXPECT_GE(first.config.chunk_size, 4);
+  EXPECT_LT(first.config.chunk_size, 32);
+  EXPECT_EQ(nlohmann::json::parse(gr::read_file(dir / "run/config.json")).at("chunk_size"), first.config.chunk_size);
+  options.stop_after_steps = 0;
+  options.resume = true;
+  const auto second = gr::train(config, options);
+  EXPECT_EQ(second.progress.step, 6);
+  EXPECT_EQ(second.config.chunk_size, first.config.chunk_size);
+  EXPECT_EQ(second.config.passage_chunk_size, first.config.passage_chunk_size);
 }

@@ -107,6 +107,16 @@ std::function<int()> add_train_command(CLI::App& app, int argc, char** argv) {
       ->capture_default_str();
   model->add_flag("--untie", c.untie, "Separate query and passage encoders (default: one shared encoder)");
 
+  const CLI::Validator bytes(
+      [](std::string& v) {
+        try {
+          retriever::parse_bytes(v, "a size");
+          return std::string();
+        } catch (const std::exception& e) {
+          return std::string(e.what());
+        }
+      },
+      "SIZE");
   auto* training = group("Training");
   training->add_option("--mode", c.mode, "cache (Gradient Cache), full (no chunking) or accumulate (gradient "
                                          "accumulation: each chunk sees only its own negatives)")
@@ -114,7 +124,36 @@ std::function<int()> add_train_command(CLI::App& app, int argc, char** argv) {
   training->add_option("--loss", c.loss, "infonce or symmetric")->capture_default_str();
   training->add_option("--batch-size", c.batch_size, "Contrastive batch: pairs that see each other as negatives")
       ->capture_default_str();
-  training->add_option("--chunk-size", c.chunk_size, "Rows per forward pass: the memory knob")->capture_default_str();
+  training
+      ->add_option_function<std::string>(
+          "--chunk-size",
+          [config](const std::string& v) {
+            config->chunk_size_auto = v == "auto";
+            if (!config->chunk_size_auto) config->chunk_size = std::stoll(v);
+          },
+          "Rows per forward pass, the memory knob; or auto: the largest that fits --memory-budget, measured")
+      ->default_str(std::to_string(c.chunk_size))
+      ->check(CLI::IsMember({"auto"}) | CLI::Number);
+  training->add_option("--passage-chunk-size", c.passage_chunk_size, "Rows per passage forward pass (0: --chunk-size)")
+      ->capture_default_str();
+  training
+      ->add_option_function<std::string>(
+          "--memory-budget", [config](const std::string& v) { config->memory_budget = retriever::parse_bytes(v, "--memory-budget"); },
+          "With --chunk-size auto: what one chunk's forward and backward may use (e.g. 512M, 2G)")
+      ->check(bytes);
+  training->add_option("--chunk-tokens", c.chunk_tokens, "Bound chunks by tokens (rows x longest) instead of rows (0: off)")
+      ->capture_default_str();
+  training->add_option("--sort-by-length", c.sort_by_length, "Order each batch by query length so chunks pad less")
+      ->capture_default_str();
+  training->add_option("--retain-chunks", c.retain_chunks,
+                       "Chunks per model that keep their graph instead of being recomputed (-1: 1, or what "
+                       "--retain-memory allows)")
+      ->capture_default_str();
+  training
+      ->add_option_function<std::string>(
+          "--retain-memory", [config](const std::string& v) { config->retain_memory = retriever::parse_bytes(v, "--retain-memory"); },
+          "Bytes of activations retained chunks may hold, measured (e.g. 1G)")
+      ->check(bytes);
   training->add_option("--negatives", c.negatives, "Hard negatives per query (from the training file)")
       ->capture_default_str();
   training->add_option("--epochs", c.epochs, "Epochs (unless --steps)")->capture_default_str();
@@ -127,7 +166,8 @@ std::function<int()> add_train_command(CLI::App& app, int argc, char** argv) {
   training->add_option("--temperature", c.temperature, "Softmax temperature")->capture_default_str();
   training->add_option("--seed", c.seed, "Seed of initialisation, data order and dropout")->capture_default_str();
   training->add_flag("--keep-last", c.keep_last, "Keep the incomplete last batch of each epoch (default: drop it)");
-  training->add_option("--threads", c.threads, "Intra-op threads (0: 1, OpenBLAS uses all cores)")
+  training->add_option("--threads", c.threads, "LibTorch intra-op threads (0: 1)")->capture_default_str();
+  training->add_option("--blas-threads", c.blas_threads, "OpenBLAS threads (0: 1; see the README's Threads)")
       ->capture_default_str();
   training->add_option("--device", c.device, "cpu, cuda, cuda:1, ...")->capture_default_str();
   training->add_flag("--quick", c.quick, "A tiny run (seconds): small model, data subset, 30 steps");
@@ -164,10 +204,11 @@ std::function<int()> add_train_command(CLI::App& app, int argc, char** argv) {
       std::cout << "\n" << result.eval_name << " (" << result.trained->queries << " queries)\n"
                 << retriever::format_metrics_table(rows);
     }
+    const auto& used = result.config;
     std::printf("\n%lld steps of %lld pairs (mode %s, chunks of %lld) in %.0f s; peak memory %.0f MiB\n"
                 "checkpoint: %s\n",
-                static_cast<long long>(result.progress.step), static_cast<long long>(c.batch_size), c.mode.c_str(),
-                static_cast<long long>(c.chunk_size), result.wall_seconds, result.peak_rss_mb,
+                static_cast<long long>(result.progress.step), static_cast<long long>(used.batch_size),
+                used.mode.c_str(), static_cast<long long>(used.chunk_size), result.wall_seconds, result.peak_rss_mb,
                 result.checkpoint.c_str());
     return 0;
   };

@@ -1,5 +1,7 @@
 #include "retriever/train_config.h"
 
+#include <cctype>
+#include <cmath>
 #include <set>
 #include <stdexcept>
 
@@ -11,6 +13,8 @@ namespace retriever {
   X(train_file) X(wordnet_dir) X(eval_corpus) X(eval_queries) X(eval_qrels) X(on_bad_line) X(tokenizer)       \
   X(vocab_size) X(query_max_len) X(passage_max_len) X(model) X(dim) X(layers) X(heads) X(ffn_dim)             \
   X(projection_dim) X(dropout) X(normalize) X(untie) X(mode) X(loss) X(batch_size) X(chunk_size) X(negatives) \
+  X(passage_chunk_size) X(chunk_size_auto) X(memory_budget) X(chunk_tokens) X(sort_by_length) X(retain_chunks)  \
+  X(retain_memory) X(blas_threads)                                                                             \
   X(epochs) X(max_steps) X(lr) X(weight_decay) X(warmup) X(max_grad_norm) X(temperature) X(seed)              \
   X(keep_last) X(threads) X(device) X(output) X(save_every) X(log_every) X(metrics_out) X(eval)               \
   X(eval_batch_size) X(quick)
@@ -61,6 +65,13 @@ void validate(const TrainConfig& c) {
   require(c.batch_size > 0, "--batch-size must be positive, got " + std::to_string(c.batch_size));
   require(c.chunk_size > 0, "--chunk-size must be positive, got " + std::to_string(c.chunk_size) +
                                 " (a chunk size larger than the batch is allowed: the batch is one chunk)");
+  require(c.passage_chunk_size >= 0, "--passage-chunk-size must be >= 0 (0: --chunk-size)");
+  require(!c.chunk_size_auto || c.memory_budget > 0,
+          "--chunk-size auto needs --memory-budget (the bytes one chunk's forward and backward may use)");
+  require(c.memory_budget >= 0 && c.retain_memory >= 0, "--memory-budget and --retain-memory must be >= 0");
+  require(c.chunk_tokens >= 0, "--chunk-tokens must be >= 0 (0: chunks bounded by rows only)");
+  require(c.retain_chunks >= -1, "--retain-chunks must be >= 0, or -1 for automatic");
+  require(c.blas_threads >= 0, "--blas-threads must be >= 0");
   require(c.negatives >= 0, "--negatives must be >= 0, got " + std::to_string(c.negatives));
   require(c.epochs > 0 || c.max_steps > 0, "--epochs or --steps must be positive");
   require(c.max_steps >= 0, "--steps must be >= 0");
@@ -83,12 +94,47 @@ void validate(const TrainConfig& c) {
   require(eval_files == 0 || eval_files == 3, "--eval-corpus, --eval-queries and --eval-qrels go together");
 }
 
+int64_t parse_bytes(const std::string& text, const std::string& flag) {
+  size_t used = 0;
+  double value = -1;
+  try {
+    value = std::stod(text, &used);
+  } catch (const std::exception&) {
+  }
+  std::string unit = text.substr(std::min(used, text.size()));
+  for (auto& ch : unit) ch = static_cast<char>(std::toupper(static_cast<unsigned char>(ch)));
+  if (unit.size() > 1 && unit.back() == 'B') unit.pop_back();            // "GB", "GIB" -> "G", "GI"
+  if (unit.size() > 1 && unit.back() == 'I') unit.pop_back();            // "GI" -> "G"
+  const std::string units = "KMGT";
+  double scale = 1;
+  if (unit.size() == 1 && units.find(unit[0]) != std::string::npos) {
+    scale = std::pow(1024.0, static_cast<double>(units.find(unit[0]) + 1));
+  } else if (!unit.empty()) {
+    value = -1;
+  }
+  if (!(value >= 0)) {
+    throw std::invalid_argument(flag + " takes a size in bytes such as 536870912, 512M or 2G, got '" + text + "'");
+  }
+  return static_cast<int64_t>(value * scale);
+}
+
+namespace {
+// Settings a resumed run may change: where it writes and logs, and how it uses the machine.
+const char* const kFreeOnResume[] = {"output", "save_every", "log_every", "metrics_out", "eval", "eval_batch_size",
+                                     "threads", "blas_threads"};
+}  // namespace
+
 nlohmann::json resume_invariant(const TrainConfig& c) {
   nlohmann::json j = c;
-  for (const char* free : {"output", "save_every", "log_every", "metrics_out", "eval", "eval_batch_size", "threads"}) {
-    j.erase(free);
-  }
+  for (const char* free : kFreeOnResume) j.erase(free);
   return j;
+}
+
+TrainConfig resumed_config(const TrainConfig& saved, const TrainConfig& requested) {
+  nlohmann::json j = saved;
+  const nlohmann::json r = requested;
+  for (const char* free : kFreeOnResume) j[free] = r.at(free);
+  return j.get<TrainConfig>();
 }
 
 }  // namespace retriever

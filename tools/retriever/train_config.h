@@ -38,6 +38,13 @@ struct TrainConfig {
   std::string loss = "infonce";  ///< "infonce" | "symmetric"
   int64_t batch_size = 1024;   ///< the contrastive batch: queries that see each other's passages
   int64_t chunk_size = 64;     ///< rows per forward pass (the memory knob)
+  int64_t passage_chunk_size = 0;  ///< rows per passage forward pass (0: chunk_size)
+  bool chunk_size_auto = false;    ///< choose both from memory_budget by measurement (--chunk-size auto)
+  int64_t memory_budget = 0;       ///< bytes one chunk's forward + backward may use (with chunk_size_auto)
+  int64_t chunk_tokens = 0;        ///< > 0: chunks bounded by tokens (rows x longest) instead of rows
+  bool sort_by_length = true;      ///< order each batch by query length (less padding; not in accumulate)
+  int64_t retain_chunks = -1;      ///< chunks per model kept with their graph (-1: 1, or what retain_memory allows)
+  int64_t retain_memory = 0;       ///< bytes of activations retained chunks may hold (0: no budget)
   int64_t negatives = 0;       ///< hard negatives per query
   int64_t epochs = 1;
   int64_t max_steps = 0;       ///< > 0: stop after this many optimizer steps
@@ -48,7 +55,8 @@ struct TrainConfig {
   double temperature = 0.05;
   uint64_t seed = 42;
   bool keep_last = false;      ///< keep the incomplete last batch of each epoch
-  int64_t threads = 0;         ///< 0: all cores (OpenBLAS), 1 intra-op thread
+  int64_t threads = 0;         ///< intra-op threads; 0: 1
+  int64_t blas_threads = 0;    ///< OpenBLAS threads; 0: 1 (see README: more only cost CPU here)
   std::string device = "cpu";
 
   // Output
@@ -68,8 +76,15 @@ void from_json(const nlohmann::json& j, TrainConfig& c);
 /// Checks the values and their combinations; throws std::invalid_argument naming the flag.
 void validate(const TrainConfig& c);
 
+/// Bytes from "1073741824", "512M", "2G", "1.5GiB" (K/M/G/T are powers of 1024).
+/// Throws std::invalid_argument naming `flag` otherwise.
+int64_t parse_bytes(const std::string& text, const std::string& flag);
+
 /// Settings that change what a resumed run computes (all but output, logging and length).
 nlohmann::json resume_invariant(const TrainConfig& c);
+
+/// The settings of a resumed run: the checkpoint's, with those it may change from `requested`.
+TrainConfig resumed_config(const TrainConfig& saved, const TrainConfig& requested);
 
 }  // namespace retriever
 }  // namespace gradcache

@@ -5,6 +5,7 @@
 #include "retriever/files.h"
 #include "retriever/progress.h"
 #include "retriever/task.h"
+#include "retriever/threads.h"
 #include "retriever/tokenizer.h"
 
 #include <gradcache/gradcache.h>
@@ -49,6 +50,10 @@ std::vector<int64_t> epoch_order(size_t n, uint64_t seed, int64_t epoch) {
 
 void check_resume_compatible(const TrainConfig& saved, TrainConfig requested, const std::string& path) {
   if (requested.model.empty()) requested.vocab_size = saved.vocab_size;  // set by the tokenizer, not by the user
+  if (requested.chunk_size_auto && saved.chunk_size_auto) {  // chosen by measurement in the first run
+    requested.chunk_size = saved.chunk_size;
+    requested.passage_chunk_size = saved.passage_chunk_size;
+  }
   const auto a = resume_invariant(saved), b = resume_invariant(requested);
   std::string differences;
   for (const auto& item : a.items()) {
@@ -86,6 +91,9 @@ class Run {
   void prepare_output();
   void prepare_data();
   void prepare_model();
+  void choose_chunk_sizes();
+  void build_cache();
+  std::vector<int64_t> batch_examples(const std::vector<int64_t>& order) const;
   TokenBatch queries_of(const std::vector<int64_t>& examples) const;
   TokenBatch passages_of(const std::vector<int64_t>& examples, int64_t epoch) const;
   double train_step(const TokenBatch& queries, const TokenBatch& passages, int64_t step);
@@ -128,6 +136,7 @@ void Run::prepare_output() {
     }
     resumed_ = read_checkpoint_info(checkpoint_path_);
     check_resume_compatible(resumed_->config, config_, checkpoint_path_);
+    config_ = resumed_config(resumed_->config, config_);  // e.g. chunk sizes measured by the first run
     progress_state_ = resumed_->progress;
     baseline_ = resumed_->baseline;
     truncate_metrics(metrics_path_, progress_state_.step);
@@ -222,11 +231,53 @@ void Run::prepare_model() {
   } else {
     loss_ = gradcache::SimpleContrastiveLoss(options);
   }
-  if (config_.mode == "cache") {
-    cache_ = std::make_unique<gradcache::GradCache>(
-        std::vector<gradcache::Model>{model_->query_model(), model_->passage_model()}, config_.chunk_size, loss_,
-        gradcache::GradCacheOptions().split_input_fn(split_and_trim));
-  }
+}
+
+// --chunk-size auto: the largest chunks whose forward and backward fit --memory-budget,
+// measured on the first batch, for each side. Chosen once: a resumed run keeps them.
+void Run::choose_chunk_sizes() {
+  if (!config_.chunk_size_auto || resumed_) return;
+  const auto order = epoch_order(task_.train.size(), config_.seed, 0);
+  const auto examples = batch_examples(order);
+  gradcache::GradCacheOptions options;
+  options.split_input_fn(split_and_trim);
+  // Probe with the longest texts first: chunks are the first rows, and the longest cost most.
+  auto longest_first = [](TokenBatch batch) {
+    const auto order = batch.at("attention_mask").sum(1).argsort(/*dim=*/0, /*descending=*/true);
+    for (auto& [name, t] : batch) t = t.index_select(0, order);
+    return batch;
+  };
+  const auto q = gradcache::find_chunk_size(model_->query_model(), longest_first(queries_of(examples)),
+                                            config_.memory_budget, options);
+  const auto p = gradcache::find_chunk_size(model_->passage_model(), longest_first(passages_of(examples, 0)),
+                                            config_.memory_budget, options);
+  config_.chunk_size = q.chunk_size;
+  config_.passage_chunk_size = p.chunk_size;
+  log("chunk size auto (budget " + std::to_string(config_.memory_budget >> 20) + " MiB): " +
+      std::to_string(q.chunk_size) + " queries (measured peak " + std::to_string(q.measured_peak >> 20) + " MiB), " +
+      std::to_string(p.chunk_size) + " passages (" + std::to_string(p.measured_peak >> 20) + " MiB)");
+}
+
+void Run::build_cache() {
+  if (config_.mode != "cache") return;
+  const int64_t passage_chunk = config_.passage_chunk_size > 0 ? config_.passage_chunk_size : config_.chunk_size;
+  auto options = gradcache::GradCacheOptions()
+                     .split_input_fn(config_.chunk_tokens > 0 ? split_by_tokens(config_.chunk_tokens) : split_and_trim)
+                     .retain_chunks(config_.retain_chunks)
+                     .memory_budget(config_.retain_memory);
+  cache_ = std::make_unique<gradcache::GradCache>(
+      std::vector<gradcache::Model>{model_->query_model(), model_->passage_model()},
+      std::vector<int64_t>{config_.chunk_size, passage_chunk}, loss_, options);
+}
+
+// The examples of the next batch; ordered by query length (less padding per chunk) unless
+// in accumulate mode, where the order decides which examples share a sub-batch.
+std::vector<int64_t> Run::batch_examples(const std::vector<int64_t>& order) const {
+  const auto begin = static_cast<size_t>(progress_state_.batch_in_epoch * config_.batch_size);
+  std::vector<int64_t> examples(order.begin() + begin,
+                                order.begin() + std::min(order.size(), begin + static_cast<size_t>(config_.batch_size)));
+  if (config_.sort_by_length && config_.mode != "accumulate") examples = sorted_by_length(query_tokens_, examples);
+  return examples;
 }
 
 TokenBatch Run::queries_of(const std::vector<int64_t>& examples) const {
@@ -344,14 +395,19 @@ std::optional<RetrievalMetrics> Run::evaluate_now(const char* what) {
 TrainResult Run::execute() {
   validate(config_);
   device_ = c10::Device(config_.device);
-  torch::set_num_threads(config_.threads > 0 ? static_cast<int>(config_.threads) : 1);
+  configure_threads(static_cast<int>(config_.threads), static_cast<int>(config_.blas_threads));
+  if ((config_.memory_budget > 0 || config_.retain_memory > 0) && device_.is_cpu()) {
+    gradcache::CpuMemoryTracker::install();  // the budgets are measured, not guessed
+  }
   progress_ = std::make_unique<ProgressReporter>(*options_.log, options_.terminal, config_.log_every);
   const auto start = std::chrono::steady_clock::now();
 
   prepare_output();
   prepare_data();
-  write_file_atomic((fs::path(config_.output) / "config.json").string(), nlohmann::json(config_).dump(2) + "\n");
   prepare_model();
+  choose_chunk_sizes();
+  build_cache();
+  write_file_atomic((fs::path(config_.output) / "config.json").string(), nlohmann::json(config_).dump(2) + "\n");
 
   const auto n = static_cast<int64_t>(task_.train.size());
   const int64_t steps_per_epoch = config_.keep_last ? (n + config_.batch_size - 1) / config_.batch_size
@@ -363,7 +419,9 @@ TrainResult Run::execute() {
   result_.total_steps = config_.max_steps > 0 ? config_.max_steps : config_.epochs * steps_per_epoch;
   log("training on " + std::to_string(n) + " examples: " + std::to_string(result_.total_steps) + " steps of " +
       std::to_string(config_.batch_size) + " pairs, mode " + config_.mode + ", chunks of " +
-      std::to_string(config_.chunk_size));
+      std::to_string(config_.chunk_size) +
+      (config_.chunk_tokens > 0 ? " rows or " + std::to_string(config_.chunk_tokens) + " tokens" : "") + "; threads: " +
+      describe_threads());
 
   if (!resumed_) {
     if (auto m = evaluate_now("untrained")) baseline_ = to_json(*m);
@@ -387,9 +445,7 @@ TrainResult Run::execute() {
       order = epoch_order(task_.train.size(), config_.seed, progress_state_.epoch);
       order_epoch = progress_state_.epoch;
     }
-    const auto begin = static_cast<size_t>(progress_state_.batch_in_epoch * config_.batch_size);
-    const std::vector<int64_t> examples(order.begin() + begin,
-                                        order.begin() + std::min(order.size(), begin + config_.batch_size));
+    const auto examples = batch_examples(order);
     const auto step_start = std::chrono::steady_clock::now();
     const double loss = train_step(queries_of(examples), passages_of(examples, progress_state_.epoch),
                                    progress_state_.step);
@@ -436,6 +492,7 @@ TrainResult Run::execute() {
     if (!baseline_.is_null()) result_.untrained = metrics_from_json(baseline_);
   }
   result_.eval_name = eval_set_ ? eval_set_->name : "";
+  result_.config = config_;
   result_.wall_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   result_.peak_rss_mb = peak_rss_mb();
 

@@ -26,6 +26,7 @@ struct TrainOptions {
 };
 
 struct TrainResult {
+  TrainConfig config;  ///< the effective settings (vocabulary, chunk sizes chosen by the run)
   bool interrupted = false;
   int stop_signal = 0;
   TrainProgress progress;

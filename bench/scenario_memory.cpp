@@ -1,0 +1,209 @@
+// Scenario `memory`: peak memory against the contrastive batch size for full-batch training,
+// gradient accumulation and the gradient cache. Each configuration runs in a fresh child
+// process (`gradcache-bench --child memory ...`): the tracker's peak is exact in any
+// process, but the peak resident set size only grows within one.
+#include "bench.h"
+
+#include <cmath>
+#include <map>
+
+namespace gcbench {
+
+MemorySettings::MemorySettings() {
+  // Powers of 4 up to 4096 keep the default run under a minute on 2 cores (a step of 4096
+  // pairs takes ~10 s in each mode); --batches 64,128,...,8192 for the full curve.
+  for (int64_t n = 64; n <= 4096; n *= 4) batches.push_back(n);
+}
+
+void MemorySettings::add_options(OptionTable& t) {
+  model.add_options(t);
+  t.add_ints("--batches", &batches, "contrastive batch sizes (pairs)");
+  t.add_strings("--modes", &modes, "full, accumulate, cache (retain 1, the default), cache-r0 (retain 0)");
+  t.add_int("--chunk", &chunk, "chunk size of accumulate and cache");
+  t.add_int("--check-batch", &check_batch, "batch at which the cache target is checked");
+  t.add_int("--full-max", &full_max, "largest batch measured for mode full");
+  t.add_switch("--no-spawn", &no_spawn, "measure in this process (no peak RSS)");
+  t.add_double("--memory-limit", &limit, "target: cache peak at check batch within this fraction of the prediction");
+}
+
+void MemoryPointSettings::add_options(OptionTable& t) {
+  model.add_options(t);
+  t.add_string("--mode", &mode, "full | accumulate | cache | cache-r0");
+  t.add_int("--batch", &batch, "pairs");
+  t.add_int("--chunk", &chunk, "chunk size");
+  t.add_int("--threads", &threads, "intra-op threads");
+  t.add_int("--blas-threads", &blas_threads, "OpenBLAS threads");
+}
+
+Json measure_memory_point(const MemoryPointSettings& s) {
+  set_threads(s.threads, s.blas_threads);
+  Workload w(s.model);
+  w.train(true);
+  w.allocate_grads();  // the gradients exist before a training step (after the first)
+  const Batch b = w.batch(s.batch, 1);
+  const int64_t rss_before = current_rss_bytes();
+  const int64_t hwm_before = peak_rss_bytes();
+  const double t0 = now_seconds();
+  int64_t peak = 0;
+  Json extra = Json::object();
+  if (s.mode == "full") {
+    peak = peak_bytes_of([&] { w.step_full(b); });
+  } else if (s.mode == "accumulate") {
+    peak = peak_bytes_of([&] { w.step_accumulate(b, s.chunk); });
+  } else if (s.mode == "cache" || s.mode == "cache-r0") {
+    const int64_t retain = s.mode == "cache" ? -1 : 0;
+    RecordingGradCache cache(w.models(), s.chunk, w.loss(), w.cache_options().retain_chunks(retain));
+    peak = peak_bytes_of([&] { cache({b.queries, b.passages}); });
+    extra["retain_chunks"] = retain;
+    extra["retained_chunks"] = cache.retained_chunks;
+  } else {
+    throw std::invalid_argument("--mode: expected full, accumulate, cache or cache-r0, got '" + s.mode + "'");
+  }
+  const int64_t rss_peak = peak_rss_bytes();
+  // The loss step alone (step 2 of the cache): leaf representations, the N x M loss and its
+  // backward. Measured after the RSS was read, since it allocates on its own.
+  const int64_t loss_peak = peak_bytes_of([&] {
+    auto q = torch::randn({s.batch, s.model.dim}).requires_grad_(true);
+    auto p = torch::randn({s.batch, s.model.dim}).requires_grad_(true);
+    w.loss()({q, p}).backward();
+  });
+  Json j{{"mode", s.mode},
+         {"batch", s.batch},
+         {"chunk", s.chunk},
+         {"peak_bytes", peak},
+         {"cache_bytes", cache_bytes(s.batch, s.batch, s.model.dim)},
+         {"score_matrix_bytes", s.batch * s.batch * 4},
+         {"loss_step_peak_bytes", loss_peak},
+         {"seconds", now_seconds() - t0},
+         {"rss_before_bytes", rss_before},
+         {"rss_peak_bytes", rss_peak},
+         {"rss_peak_before_step_bytes", hwm_before}};
+  j.update(extra);
+  return j;
+}
+
+ScenarioResult run_memory(const MemorySettings& s, const CommonSettings& common) {
+  ScenarioResult out;
+  {
+    Workload w(s.model);
+    progress("memory: " + w.describe());
+    out.json["model"] = s.model.to_json();
+    out.json["model"]["parameters"] = w.parameter_count();
+  }
+  out.json["chunk"] = s.chunk;
+  out.json["measured_in"] = s.no_spawn ? "this process" : "one child process per configuration";
+
+  Json points = Json::array();
+  std::map<std::string, std::map<int64_t, Json>> by_mode;
+  for (int64_t n : s.batches) {
+    for (const auto& mode : s.modes) {
+      if (mode == "full" && n > s.full_max) continue;
+      MemoryPointSettings p;
+      p.model = s.model;
+      p.mode = mode;
+      p.batch = n;
+      p.chunk = s.chunk;
+      p.threads = common.threads;
+      p.blas_threads = common.blas_threads;
+      Json j;
+      if (s.no_spawn) {
+        j = measure_memory_point(p);
+        j.erase("rss_peak_bytes");  // meaningless in a shared process
+        j.erase("rss_before_bytes");
+        j.erase("rss_peak_before_step_bytes");
+      } else {
+        OptionTable t;
+        p.add_options(t);
+        std::vector<std::string> args{"--child", "memory"};
+        for (auto& a : t.to_args()) args.push_back(a);
+        j = Json::parse(run_child(common.program, args));
+      }
+      progress("memory: " + mode + " N=" + std::to_string(n) + ": peak " + mib(j["peak_bytes"].get<int64_t>()) +
+               " MiB, " + fmt(j["seconds"].get<double>(), 2) + " s");
+      by_mode[mode][n] = j;
+      points.push_back(j);
+    }
+  }
+  out.json["points"] = points;
+
+  // The table: one row per batch, peak tensor memory (and RSS) per mode.
+  std::vector<std::string> header{"pairs"};
+  for (const auto& m : s.modes) header.push_back(m + " MiB");
+  if (!s.no_spawn) {
+    for (const auto& m : s.modes) header.push_back(m + " RSS");
+  }
+  header.push_back("cache MiB");
+  header.push_back("loss step MiB");
+  Table table(header);
+  for (int64_t n : s.batches) {
+    std::vector<std::string> row{std::to_string(n)};
+    for (const auto& m : s.modes) {
+      auto it = by_mode[m].find(n);
+      row.push_back(it == by_mode[m].end() ? "-" : mib(it->second["peak_bytes"].get<int64_t>()));
+    }
+    if (!s.no_spawn) {
+      for (const auto& m : s.modes) {
+        auto it = by_mode[m].find(n);
+        row.push_back(it == by_mode[m].end() ? "-" : mib(it->second["rss_peak_bytes"].get<int64_t>()));
+      }
+    }
+    row.push_back(mib(cache_bytes(n, n, s.model.dim)));
+    int64_t loss_peak = -1;
+    for (const auto& m : s.modes) {
+      if (by_mode[m].count(n)) loss_peak = by_mode[m][n]["loss_step_peak_bytes"].get<int64_t>();
+    }
+    row.push_back(loss_peak < 0 ? "-" : mib(loss_peak));
+    table.add(row);
+  }
+  out.text = "memory: peak tensor memory above the step's start (CpuMemoryTracker), MiB; RSS = process peak RSS, "
+             "MiB; chunk " + std::to_string(s.chunk) + "\n" + table.str() +
+             "(cache = representations + their gradients, 2(N+M)d floats; loss step = peak of the N x M loss "
+             "forward + backward on leaf representations, step 2 alone)\n";
+
+  // Targets. Cache: peak(N_check) <= (1 + limit) * (peak(N_min) + cache bytes(N_check)).
+  Json targets = Json::array();
+  for (const std::string mode : {"cache", "cache-r0"}) {
+    const auto& pts = by_mode[mode];
+    if (pts.empty() || !pts.count(s.check_batch)) continue;
+    const int64_t n0 = pts.begin()->first;
+    const double base = pts.begin()->second["peak_bytes"].get<double>();
+    const double at = pts.at(s.check_batch)["peak_bytes"].get<double>();
+    const double predicted = base + static_cast<double>(cache_bytes(s.check_batch, s.check_batch, s.model.dim));
+    const double excess = std::abs(at / predicted - 1);  // "within 10%"
+    const double loss_peak = pts.at(s.check_batch)["loss_step_peak_bytes"].get<double>();
+    out.json[mode + "_check"] = {{"batch", s.check_batch},
+                                 {"loss_step_peak_bytes", loss_peak},
+                                 {"peak_bytes", at},
+                                 {"base_batch", n0},
+                                 {"base_peak_bytes", base},
+                                 {"predicted_bytes", predicted},
+                                 {"excess", excess}};
+    targets.push_back(target(mode + " peak(" + std::to_string(s.check_batch) + ") over peak(" + std::to_string(n0) +
+                                 ") + cache bytes, relative difference",
+                             excess, s.limit));
+    out.text += mode + ": peak(" + std::to_string(s.check_batch) + ") = " + mib(static_cast<int64_t>(at)) +
+                " MiB, peak(" + std::to_string(n0) + ") + cache bytes = " + mib(static_cast<int64_t>(predicted)) +
+                " MiB; the loss step alone at " + std::to_string(s.check_batch) + ": " +
+                mib(static_cast<int64_t>(loss_peak)) + " MiB\n";
+  }
+  // Full: growth exponent between consecutive sizes (1 = linear, 2 = quadratic).
+  if (by_mode.count("full") && by_mode["full"].size() >= 2) {
+    Json growth = Json::array();
+    std::string line = "full: growth exponent d log(peak) / d log(N):";
+    const auto& pts = by_mode["full"];
+    for (auto it = std::next(pts.begin()); it != pts.end(); ++it) {
+      const auto prev = std::prev(it);
+      const double e = std::log(it->second["peak_bytes"].get<double>() / prev->second["peak_bytes"].get<double>()) /
+                       std::log(static_cast<double>(it->first) / static_cast<double>(prev->first));
+      growth.push_back({{"from", prev->first}, {"to", it->first}, {"exponent", e}});
+      line += " " + fmt(e, 2);
+    }
+    out.json["full_growth"] = growth;
+    out.text += line + "\n";
+  }
+  out.json["targets"] = targets;
+  for (const auto& t : targets) out.text += target_line(t) + "\n";
+  return out;
+}
+
+}  // namespace gcbench

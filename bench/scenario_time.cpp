@@ -1,0 +1,345 @@
+// Scenarios that time training steps: `overhead` (cache vs accumulate vs full), `retain`
+// (the time / memory trade-off of keeping chunks' graphs from step 1) and `threads`.
+#include "bench.h"
+
+#include <algorithm>
+#include <cmath>
+#include <set>
+
+namespace gcbench {
+
+namespace {
+
+// One timed configuration: a name and a step that starts from zeroed gradients.
+struct Config {
+  std::string name;
+  std::function<void()> step;
+};
+
+std::vector<std::function<void()>> steps_of(const std::vector<Config>& configs) {
+  std::vector<std::function<void()>> steps;
+  for (const auto& c : configs) steps.push_back(c.step);
+  return steps;
+}
+
+// Times the parts of a step per chunk, summed over all chunks of both models: F0 = forward
+// under no-grad (step 1), F0i = the same under InferenceMode, F = forward with grad, B =
+// backward; and L = the loss over the whole batch, forward + backward (step 2). The cost
+// model (algorithm.md §3) predicts cache / accumulate = (F0 + F + B + L) / (F + B).
+Json time_components(const Workload& w, const Batch& b, int64_t chunk, int64_t reps) {
+  double f0 = 0, f0i = 0, f = 0, back = 0, loss_t = 0;
+  const std::vector<std::pair<gradcache::Model, gradcache::ModelInput>> calls{{w.query_model(), b.queries},
+                                                                              {w.passage_model(), b.passages}};
+  std::vector<torch::Tensor> reps_nograd;
+  for (int64_t r = 0; r < reps; ++r) {
+    reps_nograd.clear();
+    for (const auto& [model, input] : calls) {
+      std::vector<torch::Tensor> parts;
+      for (const auto& c : w.split(input, chunk)) {
+        double t0 = now_seconds();
+        {
+          torch::NoGradGuard no_grad;
+          parts.push_back(model(c).toTensor());
+        }
+        double t1 = now_seconds();
+        {
+          c10::InferenceMode inference;
+          model(c);
+        }
+        double t2 = now_seconds();
+        auto rep = model(c).toTensor();
+        double t3 = now_seconds();
+        torch::autograd::backward({rep}, {torch::full_like(rep, 1e-3)});
+        double t4 = now_seconds();
+        f0 += t1 - t0;
+        f0i += t2 - t1;
+        f += t3 - t2;
+        back += t4 - t3;
+      }
+      reps_nograd.push_back(torch::cat(parts, 0));
+    }
+    double t0 = now_seconds();
+    std::vector<torch::Tensor> leaves;
+    for (const auto& x : reps_nograd) leaves.push_back(x.detach().requires_grad_(true));
+    w.loss()(leaves).backward();
+    loss_t += now_seconds() - t0;
+  }
+  const double k = static_cast<double>(reps);
+  f0 /= k, f0i /= k, f /= k, back /= k, loss_t /= k;
+  return Json{{"forward_no_grad_s", f0},
+              {"forward_inference_mode_s", f0i},
+              {"forward_s", f},
+              {"backward_s", back},
+              {"loss_full_batch_s", loss_t},
+              {"predicted_cache_over_accumulate", (f0 + f + back + loss_t) / (f + back)},
+              {"predicted_cache_over_accumulate_inference_mode", (f0i + f + back + loss_t) / (f + back)}};
+}
+
+}  // namespace
+
+// ---- overhead ---------------------------------------------------------------------------
+
+void OverheadSettings::add_options(OptionTable& t) {
+  model.add_options(t);
+  t.add_int("--batch", &batch, "contrastive batch (pairs)");
+  t.add_int("--chunk", &chunk, "chunk size");
+  t.add_int("--reps", &reps, "timed repetitions of each step (interleaved)");
+  t.add_int("--warmup", &warmup, "untimed rounds first");
+  t.add_double("--overhead-limit", &limit, "target: cache / accumulate with nothing retained");
+}
+
+ScenarioResult run_overhead(const OverheadSettings& s, const CommonSettings& common) {
+  ScenarioResult out;
+  Workload w(s.model);
+  w.train(true);
+  w.allocate_grads();
+  progress("overhead: " + w.describe());
+  const Batch b = w.batch(s.batch, 3);
+  const std::vector<gradcache::ModelInput> inputs{b.queries, b.passages};
+
+  gradcache::GradCache cache(w.models(), s.chunk, w.loss(), w.cache_options().retain_chunks(0));
+  gradcache::GradCache cache_default(w.models(), s.chunk, w.loss(), w.cache_options());
+  InferenceModeGradCache cache_inference(w.models(), s.chunk, w.loss(), w.cache_options().retain_chunks(0));
+  std::vector<Config> configs{
+      {"cache (nothing retained)", [&] { w.zero_grads(); cache(inputs); }},
+      {"accumulate", [&] { w.zero_grads(); w.step_accumulate(b, s.chunk); }},
+      {"full", [&] { w.zero_grads(); w.step_full(b); }},
+  };
+  if (s.extras) {
+    configs.push_back({"cache (default: 1 retained)", [&] { w.zero_grads(); cache_default(inputs); }});
+    configs.push_back({"cache, step 1 in InferenceMode", [&] { w.zero_grads(); cache_inference(inputs); }});
+  }
+  const auto times = time_interleaved(steps_of(configs), s.warmup, s.reps);
+  const double acc = median(times[1]), full = median(times[2]);
+
+  Table table({"step", "median ms", "min ms", "pairs/s", "/ accumulate", "/ full"});
+  Json rows = Json::array();
+  for (size_t i = 0; i < configs.size(); ++i) {
+    const double m = median(times[i]);
+    const double lo = *std::min_element(times[i].begin(), times[i].end());
+    rows.push_back({{"step", configs[i].name},
+                    {"median_s", m},
+                    {"times_s", times[i]},
+                    {"over_accumulate", m / acc},
+                    {"over_full", m / full}});
+    table.add({configs[i].name, fmt(m * 1e3, 1), fmt(lo * 1e3, 1), fmt(s.batch / m, 0), fmt(m / acc, 3),
+               fmt(m / full, 3)});
+  }
+  progress("overhead: timing the parts of a step (F0, F, B, loss)");
+  const Json parts = time_components(w, b, s.chunk, std::max<int64_t>(1, s.reps / 2));
+  w.zero_grads();
+
+  const double cache_over_acc = median(times[0]) / acc;
+  out.json["model"] = s.model.to_json();
+  out.json["batch"] = s.batch;
+  out.json["chunk"] = s.chunk;
+  out.json["reps"] = s.reps;
+  out.json["rows"] = rows;
+  out.json["cache_over_accumulate"] = cache_over_acc;
+  out.json["cache_over_full"] = median(times[0]) / full;
+  if (s.extras) out.json["inference_mode_cache_over_accumulate"] = median(times[4]) / acc;
+  out.json["parts"] = parts;
+  out.json["targets"] = Json::array({target("cache_over_accumulate (nothing retained)", cache_over_acc, s.limit)});
+
+  out.text = "overhead: " + std::to_string(s.batch) + " pairs in chunks of " + std::to_string(s.chunk) + ", " +
+             std::to_string(s.reps) + " interleaved repetitions, medians\n" + table.str();
+  out.text += "parts of a step (both models, all chunks): F0 (no-grad forward) " +
+              fmt(parts["forward_no_grad_s"].get<double>() * 1e3, 1) + " ms, F0 in InferenceMode " +
+              fmt(parts["forward_inference_mode_s"].get<double>() * 1e3, 1) + " ms, F (forward) " +
+              fmt(parts["forward_s"].get<double>() * 1e3, 1) + " ms, B (backward) " +
+              fmt(parts["backward_s"].get<double>() * 1e3, 1) + " ms, loss over the batch " +
+              fmt(parts["loss_full_batch_s"].get<double>() * 1e3, 1) + " ms\n";
+  out.text += "cost model: cache / accumulate = (F0 + F + B + loss) / (F + B) = " +
+              fmt(parts["predicted_cache_over_accumulate"].get<double>(), 3) + " predicted, " + fmt(cache_over_acc, 3) +
+              " measured\n";
+  out.text += target_line(out.json["targets"][0]) + "\n";
+  return out;
+}
+
+// ---- retain -----------------------------------------------------------------------------
+
+void RetainSettings::add_options(OptionTable& t) {
+  model.add_options(t);
+  t.add_int("--batch", &batch, "contrastive batch (pairs)");
+  t.add_int("--chunk", &chunk, "chunk size");
+  t.add_ints("--retain", &retain, "retain_chunks values (default 0, n/4, n/2, 3n/4, n)");
+  t.add_int("--reps", &reps, "timed repetitions of each step (interleaved)");
+  t.add_int("--warmup", &warmup, "untimed rounds first");
+  t.add_double("--budget-fraction", &budget_fraction, "memory_budget as a fraction of the batch's activations");
+  t.add_double("--retain-limit", &limit, "target: cache / accumulate with half the chunks retained");
+}
+
+ScenarioResult run_retain(const RetainSettings& s, const CommonSettings& common) {
+  ScenarioResult out;
+  Workload w(s.model);
+  w.train(true);
+  w.allocate_grads();
+  progress("retain: " + w.describe());
+  const Batch b = w.batch(s.batch, 3);
+  const std::vector<gradcache::ModelInput> inputs{b.queries, b.passages};
+  const int64_t n = (s.batch + s.chunk - 1) / s.chunk;  // chunks per model
+  std::vector<int64_t> rs = s.retain;
+  if (rs.empty() && n <= 8) {
+    for (int64_t r = 0; r <= n; ++r) rs.push_back(r);
+  } else if (rs.empty()) {
+    rs = {0, n / 4, n / 2, 3 * n / 4, n};
+  }
+  rs.erase(std::unique(rs.begin(), rs.end()), rs.end());
+
+  // The activations of the whole batch: a budget that fits everything retains every chunk,
+  // and the cache measures what each kept graph holds.
+  RecordingGradCache everything(w.models(), s.chunk, w.loss(), w.cache_options().memory_budget(int64_t{1} << 50));
+  w.zero_grads();
+  everything(inputs);
+  int64_t activations = 0;
+  for (auto bytes : everything.retained_bytes) activations += bytes;
+  const auto budget = static_cast<int64_t>(s.budget_fraction * static_cast<double>(activations));
+
+  std::vector<std::unique_ptr<RecordingGradCache>> caches;
+  std::vector<Config> configs;
+  std::vector<int64_t> retain_of;  // -2: not a cache
+  for (int64_t r : rs) {
+    caches.push_back(std::make_unique<RecordingGradCache>(w.models(), s.chunk, w.loss(),
+                                                          w.cache_options().retain_chunks(r)));
+    auto* c = caches.back().get();
+    configs.push_back({"retain " + std::to_string(r) + " of " + std::to_string(n), [&, c] { w.zero_grads(); (*c)(inputs); }});
+    retain_of.push_back(r);
+  }
+  caches.push_back(std::make_unique<RecordingGradCache>(w.models(), s.chunk, w.loss(),
+                                                        w.cache_options().memory_budget(budget)));
+  auto* budget_cache = caches.back().get();
+  configs.push_back({"memory_budget " + mib(budget) + " MiB", [&] { w.zero_grads(); (*budget_cache)(inputs); }});
+  retain_of.push_back(-1);
+  configs.push_back({"accumulate", [&] { w.zero_grads(); w.step_accumulate(b, s.chunk); }});
+  configs.push_back({"full", [&] { w.zero_grads(); w.step_full(b); }});
+  retain_of.push_back(-2);
+  retain_of.push_back(-2);
+
+  // Peak memory of each configuration (this is also the first warm-up round).
+  std::vector<int64_t> peaks;
+  for (const auto& c : configs) peaks.push_back(peak_bytes_of(c.step));
+  progress("retain: timing " + std::to_string(configs.size()) + " configurations");
+  const auto times = time_interleaved(steps_of(configs), std::max<int64_t>(0, s.warmup - 1), s.reps);
+  const size_t acc_i = configs.size() - 2, full_i = configs.size() - 1;
+  const double acc = median(times[acc_i]), full = median(times[full_i]);
+
+  Table table({"step", "retained q/p", "median ms", "/ accumulate", "/ full", "peak MiB"});
+  Json rows = Json::array();
+  double half_ratio = NAN, all_over_full = NAN;
+  for (size_t i = 0; i < configs.size(); ++i) {
+    const double m = median(times[i]);
+    std::string retained = "-";
+    Json row{{"step", configs[i].name}, {"median_s", m}, {"over_accumulate", m / acc}, {"over_full", m / full},
+             {"peak_bytes", peaks[i]}};
+    if (i < caches.size()) {
+      const auto& c = *caches[i];
+      retained = std::to_string(c.retained_chunks.at(0)) + "/" + std::to_string(c.retained_chunks.at(1)) + " of " +
+                 std::to_string(c.total_chunks.at(0));
+      row["retain_chunks"] = retain_of[i];
+      row["retained_chunks"] = c.retained_chunks;
+      row["retained_bytes"] = c.retained_bytes;
+      if (retain_of[i] == n / 2) half_ratio = m / acc;
+      if (retain_of[i] == n) all_over_full = m / full;
+    }
+    if (retain_of[i] == -1) row["memory_budget_bytes"] = budget;
+    rows.push_back(row);
+    table.add({configs[i].name, retained, fmt(m * 1e3, 1), fmt(m / acc, 3), fmt(m / full, 3), mib(peaks[i])});
+  }
+  out.json["model"] = s.model.to_json();
+  out.json["batch"] = s.batch;
+  out.json["chunk"] = s.chunk;
+  out.json["chunks_per_model"] = n;
+  out.json["activation_bytes"] = activations;
+  out.json["rows"] = rows;
+  out.json["all_retained_over_full"] = all_over_full;
+  Json targets = Json::array();
+  if (!std::isnan(half_ratio)) {
+    out.json["half_retained_over_accumulate"] = half_ratio;
+    targets.push_back(target("cache_over_accumulate with half the chunks retained", half_ratio, s.limit));
+  }
+  out.json["targets"] = targets;
+  out.text = "retain: " + std::to_string(s.batch) + " pairs in " + std::to_string(n) + " chunks of " +
+             std::to_string(s.chunk) + " per model; activations of the whole batch " + mib(activations) +
+             " MiB (measured); " + std::to_string(s.reps) + " interleaved repetitions, medians\n" + table.str();
+  if (!std::isnan(all_over_full)) out.text += "all chunks retained / full: " + fmt(all_over_full, 3) + "\n";
+  for (const auto& t : targets) out.text += target_line(t) + "\n";
+  return out;
+}
+
+// ---- threads ----------------------------------------------------------------------------
+
+void ThreadsSettings::add_options(OptionTable& t) {
+  model.add_options(t);
+  t.add_int("--batch", &batch, "contrastive batch (pairs)");
+  t.add_int("--chunk", &chunk, "chunk size");
+  t.add_int("--reps", &reps, "timed repetitions of each setting");
+  t.add_double("--max-seconds", &max_seconds, "per setting: fewer repetitions when slower");
+}
+
+ScenarioResult run_threads(const ThreadsSettings& s, const CommonSettings& common) {
+  ScenarioResult out;
+  Workload w(s.model);
+  w.train(true);
+  w.allocate_grads();
+  progress("threads: " + w.describe());
+  const Batch b = w.batch(s.batch, 3);
+  gradcache::GradCache cache(w.models(), s.chunk, w.loss(), w.cache_options().retain_chunks(0));
+  const bool blas = openblas_found();
+
+  Table table({"intra-op", "OpenBLAS", "median ms", "CPU user s", "CPU sys s", "CPU / wall"});
+  Json rows = Json::array();
+  std::string best;
+  double best_t = 1e300;
+  for (auto [intra, openblas] : std::vector<std::pair<int64_t, int64_t>>{{1, 1}, {1, 2}, {2, 1}, {2, 2}}) {
+    if (!blas && openblas != 1) continue;  // cannot set it
+    set_threads(intra, openblas);
+    const auto used = current_threads();
+    auto step = [&] {
+      w.zero_grads();
+      cache({b.queries, b.passages});
+    };
+    const double w0 = now_seconds();
+    step();  // warm-up: thread pools start
+    // A setting that is much slower (oversubscribed cores) gets fewer repetitions.
+    const double warm = now_seconds() - w0;
+    const int64_t reps = std::clamp<int64_t>(static_cast<int64_t>(s.max_seconds / std::max(warm, 1e-3)), 1, s.reps);
+    std::vector<double> wall, user, sys;
+    for (int64_t r = 0; r < reps; ++r) {
+      const auto c0 = cpu_seconds();
+      const double t0 = now_seconds();
+      step();
+      wall.push_back(now_seconds() - t0);
+      const auto c1 = cpu_seconds();
+      user.push_back(c1.first - c0.first);
+      sys.push_back(c1.second - c0.second);
+    }
+    const double m = median(wall), u = median(user), y = median(sys);
+    const std::string name = std::to_string(used.intra_op) + "," + std::to_string(used.openblas);
+    rows.push_back({{"intra_op", used.intra_op},
+                    {"openblas", used.openblas},
+                    {"median_s", m},
+                    {"cpu_user_s", u},
+                    {"cpu_sys_s", y},
+                    {"reps", reps},
+                    {"times_s", wall}});
+    table.add({std::to_string(used.intra_op), std::to_string(used.openblas), fmt(m * 1e3, 1), fmt(u, 2), fmt(y, 2),
+               fmt((u + y) / m, 2)});
+    if (m < best_t) {
+      best_t = m;
+      best = name;
+    }
+  }
+  set_threads(common.threads, common.blas_threads);  // back to the program's setting
+  out.json["model"] = s.model.to_json();
+  out.json["batch"] = s.batch;
+  out.json["chunk"] = s.chunk;
+  out.json["step"] = "cache (nothing retained)";
+  out.json["rows"] = rows;
+  out.json["fastest"] = best;
+  out.text = "threads: cache step (nothing retained), " + std::to_string(s.batch) + " pairs in chunks of " +
+             std::to_string(s.chunk) + ", medians of up to " + std::to_string(s.reps) + "\n" + table.str() +
+             "fastest (intra-op, OpenBLAS): " + best + "\n";
+  return out;
+}
+
+}  // namespace gcbench

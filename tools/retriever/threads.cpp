@@ -1,0 +1,42 @@
+#include "retriever/threads.h"
+
+#include <ATen/Parallel.h>
+
+#include <dlfcn.h>
+
+namespace gradcache {
+namespace retriever {
+namespace {
+
+template <class Fn>
+Fn blas_symbol(const char* name) {
+  return reinterpret_cast<Fn>(dlsym(RTLD_DEFAULT, name));
+}
+
+}  // namespace
+
+int blas_threads() {
+  auto get = blas_symbol<int (*)()>("openblas_get_num_threads");
+  return get ? get() : 0;
+}
+
+bool set_blas_threads(int threads) {
+  auto set = blas_symbol<void (*)(int)>("openblas_set_num_threads");
+  if (!set) return false;
+  set(threads);
+  return true;
+}
+
+void configure_threads(int intra_op, int blas) {
+  at::set_num_threads(intra_op > 0 ? intra_op : 1);
+  set_blas_threads(blas > 0 ? blas : 1);
+}
+
+std::string describe_threads() {
+  const int blas = blas_threads();
+  return "intra-op " + std::to_string(at::get_num_threads()) + ", " +
+         (blas > 0 ? "OpenBLAS " + std::to_string(blas) : std::string("BLAS not OpenBLAS"));
+}
+
+}  // namespace retriever
+}  // namespace gradcache
