@@ -154,14 +154,24 @@ class InferenceModeGradCache : public gradcache::GradCache {
 /// Peak tensor bytes (CpuMemoryTracker) of `fn` above what was in use when it started.
 int64_t peak_bytes_of(const std::function<void()>& fn);
 
-/// Wall seconds of each call of each step, the steps interleaved (a, b, c, a, b, c, ...) so
-/// that slow drifts of a shared machine hit all of them alike; `warmup` untimed rounds first.
-std::vector<std::vector<double>> time_interleaved(const std::vector<std::function<void()>>& steps, int64_t warmup,
-                                                  int64_t reps);
+/// Seconds of each call of a step: wall clock, and CPU time of the whole process (all its
+/// threads). On a shared machine other processes stretch the wall time of a step but hardly
+/// its CPU time, so the CPU ratios are the steadier ones (with one thread, CPU ~ wall).
+struct Timings {
+  std::vector<double> wall, cpu;
+  double wall_median() const;
+  double cpu_median() const;
+  Json to_json() const;
+};
+
+/// Times each step, the steps interleaved (a, b, c, a, b, c, ...) so that slow drifts of a
+/// shared machine hit all of them alike; `warmup` untimed rounds first.
+std::vector<Timings> time_interleaved(const std::vector<std::function<void()>>& steps, int64_t warmup, int64_t reps);
 double median(std::vector<double> values);
 /// CPU seconds (user, system) this process has used so far.
 std::pair<double, double> cpu_seconds();
 double now_seconds();
+double process_cpu_seconds();  ///< CLOCK_PROCESS_CPUTIME_ID
 
 /// max |a - b| / max |b| over all tensors together.
 double max_relative_error(const std::vector<torch::Tensor>& a, const std::vector<torch::Tensor>& b);
@@ -276,7 +286,7 @@ struct RetainSettings {
   ModelSettings model;
   int64_t batch = 256, chunk = 64;  ///< 4 chunks per model: r = 0, 1, 2, 3, 4
   std::vector<int64_t> retain;      ///< empty: 0..n for n <= 8, else 0, n/4, n/2, 3n/4, n
-  int64_t reps = 3, warmup = 1;
+  int64_t reps = 5, warmup = 1;
   double budget_fraction = 0.5;  ///< memory_budget as a fraction of the batch's activations
   double limit = 1.10;           ///< at half the chunks retained
   void add_options(OptionTable& table);

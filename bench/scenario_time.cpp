@@ -110,49 +110,77 @@ ScenarioResult run_overhead(const OverheadSettings& s, const CommonSettings& com
     configs.push_back({"cache, step 1 in InferenceMode", [&] { w.zero_grads(); cache_inference(inputs); }});
   }
   const auto times = time_interleaved(steps_of(configs), s.warmup, s.reps);
-  const double acc = median(times[1]), full = median(times[2]);
+  const double acc = times[1].wall_median(), full = times[2].wall_median();
+  const double acc_cpu = times[1].cpu_median(), full_cpu = times[2].cpu_median();
 
-  Table table({"step", "median ms", "min ms", "pairs/s", "/ accumulate", "/ full"});
+  Table table({"step", "wall ms", "CPU ms", "pairs/s", "/ accumulate", "/ full", "/ acc. (CPU)", "/ full (CPU)"});
   Json rows = Json::array();
   for (size_t i = 0; i < configs.size(); ++i) {
-    const double m = median(times[i]);
-    const double lo = *std::min_element(times[i].begin(), times[i].end());
-    rows.push_back({{"step", configs[i].name},
-                    {"median_s", m},
-                    {"times_s", times[i]},
-                    {"over_accumulate", m / acc},
-                    {"over_full", m / full}});
-    table.add({configs[i].name, fmt(m * 1e3, 1), fmt(lo * 1e3, 1), fmt(s.batch / m, 0), fmt(m / acc, 3),
-               fmt(m / full, 3)});
+    const double m = times[i].wall_median(), c = times[i].cpu_median();
+    Json row{{"step", configs[i].name}};
+    row.update(times[i].to_json());
+    row.update({{"over_accumulate", m / acc},
+                {"over_full", m / full},
+                {"over_accumulate_cpu", c / acc_cpu},
+                {"over_full_cpu", c / full_cpu}});
+    rows.push_back(row);
+    table.add({configs[i].name, fmt(m * 1e3, 1), fmt(c * 1e3, 1), fmt(s.batch / m, 0), fmt(m / acc, 3),
+               fmt(m / full, 3), fmt(c / acc_cpu, 3), fmt(c / full_cpu, 3)});
   }
   progress("overhead: timing the parts of a step (F0, F, B, loss)");
   const Json parts = time_components(w, b, s.chunk, std::max<int64_t>(1, s.reps / 2));
   w.zero_grads();
+  // The same parts without dropout (same weights): on a LibTorch without MKL, drawing the
+  // dropout masks is a serial loop over the generator, a large share of each forward.
+  Json parts_no_dropout;
+  if (s.model.dropout > 0) {
+    ModelSettings no_dropout = s.model;
+    no_dropout.dropout = 0;
+    Workload w0(no_dropout);
+    w0.train(true);
+    w0.allocate_grads();
+    parts_no_dropout = time_components(w0, b, s.chunk, std::max<int64_t>(1, s.reps / 2));
+  }
 
-  const double cache_over_acc = median(times[0]) / acc;
+  const double cache_over_acc = times[0].wall_median() / acc;
+  const double cache_over_acc_cpu = times[0].cpu_median() / acc_cpu;
   out.json["model"] = s.model.to_json();
   out.json["batch"] = s.batch;
   out.json["chunk"] = s.chunk;
   out.json["reps"] = s.reps;
   out.json["rows"] = rows;
   out.json["cache_over_accumulate"] = cache_over_acc;
-  out.json["cache_over_full"] = median(times[0]) / full;
-  if (s.extras) out.json["inference_mode_cache_over_accumulate"] = median(times[4]) / acc;
+  out.json["cache_over_full"] = times[0].wall_median() / full;
+  out.json["cache_over_accumulate_cpu"] = cache_over_acc_cpu;
+  out.json["cache_over_full_cpu"] = times[0].cpu_median() / full_cpu;
+  if (s.extras) {
+    out.json["inference_mode_cache_over_accumulate"] = times[4].wall_median() / acc;
+    out.json["inference_mode_cache_over_accumulate_cpu"] = times[4].cpu_median() / acc_cpu;
+  }
   out.json["parts"] = parts;
+  if (!parts_no_dropout.is_null()) out.json["parts_without_dropout"] = parts_no_dropout;
   out.json["targets"] = Json::array({target("cache_over_accumulate (nothing retained)", cache_over_acc, s.limit)});
+  out.json["targets"][0]["value_cpu"] = cache_over_acc_cpu;
 
   out.text = "overhead: " + std::to_string(s.batch) + " pairs in chunks of " + std::to_string(s.chunk) + ", " +
-             std::to_string(s.reps) + " interleaved repetitions, medians\n" + table.str();
+             std::to_string(s.reps) + " interleaved repetitions, medians (wall; CPU = the process's CPU time)\n" +
+             table.str();
   out.text += "parts of a step (both models, all chunks): F0 (no-grad forward) " +
               fmt(parts["forward_no_grad_s"].get<double>() * 1e3, 1) + " ms, F0 in InferenceMode " +
               fmt(parts["forward_inference_mode_s"].get<double>() * 1e3, 1) + " ms, F (forward) " +
               fmt(parts["forward_s"].get<double>() * 1e3, 1) + " ms, B (backward) " +
               fmt(parts["backward_s"].get<double>() * 1e3, 1) + " ms, loss over the batch " +
               fmt(parts["loss_full_batch_s"].get<double>() * 1e3, 1) + " ms\n";
+  if (!parts_no_dropout.is_null()) {
+    out.text += "the same without dropout: F0 " + fmt(parts_no_dropout["forward_no_grad_s"].get<double>() * 1e3, 1) +
+                " ms, F " + fmt(parts_no_dropout["forward_s"].get<double>() * 1e3, 1) + " ms, B " +
+                fmt(parts_no_dropout["backward_s"].get<double>() * 1e3, 1) + " ms: predicted cache / accumulate " +
+                fmt(parts_no_dropout["predicted_cache_over_accumulate"].get<double>(), 3) + "\n";
+  }
   out.text += "cost model: cache / accumulate = (F0 + F + B + loss) / (F + B) = " +
               fmt(parts["predicted_cache_over_accumulate"].get<double>(), 3) + " predicted, " + fmt(cache_over_acc, 3) +
-              " measured\n";
-  out.text += target_line(out.json["targets"][0]) + "\n";
+              " measured (" + fmt(cache_over_acc_cpu, 3) + " in CPU time)\n";
+  out.text += target_line(out.json["targets"][0]) + "  (CPU time: " + fmt(cache_over_acc_cpu, 3) + ")\n";
   return out;
 }
 
@@ -221,29 +249,43 @@ ScenarioResult run_retain(const RetainSettings& s, const CommonSettings& common)
   progress("retain: timing " + std::to_string(configs.size()) + " configurations");
   const auto times = time_interleaved(steps_of(configs), std::max<int64_t>(0, s.warmup - 1), s.reps);
   const size_t acc_i = configs.size() - 2, full_i = configs.size() - 1;
-  const double acc = median(times[acc_i]), full = median(times[full_i]);
+  const double acc = times[acc_i].wall_median(), full = times[full_i].wall_median();
+  const double acc_cpu = times[acc_i].cpu_median(), full_cpu = times[full_i].cpu_median();
 
-  Table table({"step", "retained q/p", "median ms", "/ accumulate", "/ full", "peak MiB"});
+  Table table({"step", "retained q/p", "wall ms", "CPU ms", "/ accumulate", "/ full", "/ acc. (CPU)", "/ full (CPU)",
+               "peak MiB"});
   Json rows = Json::array();
-  double half_ratio = NAN, all_over_full = NAN;
+  double half_ratio = NAN, half_ratio_cpu = NAN, all_over_full = NAN, all_over_full_cpu = NAN;
   for (size_t i = 0; i < configs.size(); ++i) {
-    const double m = median(times[i]);
+    const double m = times[i].wall_median(), c = times[i].cpu_median();
     std::string retained = "-";
-    Json row{{"step", configs[i].name}, {"median_s", m}, {"over_accumulate", m / acc}, {"over_full", m / full},
-             {"peak_bytes", peaks[i]}};
+    Json row{{"step", configs[i].name}};
+    row.update(times[i].to_json());
+    row.update({{"over_accumulate", m / acc},
+                {"over_full", m / full},
+                {"over_accumulate_cpu", c / acc_cpu},
+                {"over_full_cpu", c / full_cpu},
+                {"peak_bytes", peaks[i]}});
     if (i < caches.size()) {
-      const auto& c = *caches[i];
-      retained = std::to_string(c.retained_chunks.at(0)) + "/" + std::to_string(c.retained_chunks.at(1)) + " of " +
-                 std::to_string(c.total_chunks.at(0));
+      const auto& cache = *caches[i];
+      retained = std::to_string(cache.retained_chunks.at(0)) + "/" + std::to_string(cache.retained_chunks.at(1)) + " of " +
+                 std::to_string(cache.total_chunks.at(0));
       row["retain_chunks"] = retain_of[i];
-      row["retained_chunks"] = c.retained_chunks;
-      row["retained_bytes"] = c.retained_bytes;
-      if (retain_of[i] == n / 2) half_ratio = m / acc;
-      if (retain_of[i] == n) all_over_full = m / full;
+      row["retained_chunks"] = cache.retained_chunks;
+      row["retained_bytes"] = cache.retained_bytes;
+      if (retain_of[i] == n / 2) {
+        half_ratio = m / acc;
+        half_ratio_cpu = c / acc_cpu;
+      }
+      if (retain_of[i] == n) {
+        all_over_full = m / full;
+        all_over_full_cpu = c / full_cpu;
+      }
     }
     if (retain_of[i] == -1) row["memory_budget_bytes"] = budget;
     rows.push_back(row);
-    table.add({configs[i].name, retained, fmt(m * 1e3, 1), fmt(m / acc, 3), fmt(m / full, 3), mib(peaks[i])});
+    table.add({configs[i].name, retained, fmt(m * 1e3, 1), fmt(c * 1e3, 1), fmt(m / acc, 3), fmt(m / full, 3),
+               fmt(c / acc_cpu, 3), fmt(c / full_cpu, 3), mib(peaks[i])});
   }
   out.json["model"] = s.model.to_json();
   out.json["batch"] = s.batch;
@@ -252,17 +294,23 @@ ScenarioResult run_retain(const RetainSettings& s, const CommonSettings& common)
   out.json["activation_bytes"] = activations;
   out.json["rows"] = rows;
   out.json["all_retained_over_full"] = all_over_full;
+  out.json["all_retained_over_full_cpu"] = all_over_full_cpu;
   Json targets = Json::array();
   if (!std::isnan(half_ratio)) {
     out.json["half_retained_over_accumulate"] = half_ratio;
+    out.json["half_retained_over_accumulate_cpu"] = half_ratio_cpu;
     targets.push_back(target("cache_over_accumulate with half the chunks retained", half_ratio, s.limit));
+    targets.back()["value_cpu"] = half_ratio_cpu;
   }
   out.json["targets"] = targets;
   out.text = "retain: " + std::to_string(s.batch) + " pairs in " + std::to_string(n) + " chunks of " +
              std::to_string(s.chunk) + " per model; activations of the whole batch " + mib(activations) +
              " MiB (measured); " + std::to_string(s.reps) + " interleaved repetitions, medians\n" + table.str();
-  if (!std::isnan(all_over_full)) out.text += "all chunks retained / full: " + fmt(all_over_full, 3) + "\n";
-  for (const auto& t : targets) out.text += target_line(t) + "\n";
+  if (!std::isnan(all_over_full)) {
+    out.text += "all chunks retained / full: " + fmt(all_over_full, 3) + " (CPU time: " + fmt(all_over_full_cpu, 3) +
+                ")\n";
+  }
+  for (const auto& t : targets) out.text += target_line(t) + "  (CPU time: " + fmt(t["value_cpu"].get<double>(), 3) + ")\n";
   return out;
 }
 

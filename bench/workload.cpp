@@ -16,6 +16,7 @@
 #include <stdexcept>
 
 #include <sys/resource.h>
+#include <time.h>
 
 namespace gcbench {
 
@@ -415,17 +416,29 @@ double now_seconds() {
   return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
 
-std::vector<std::vector<double>> time_interleaved(const std::vector<std::function<void()>>& steps, int64_t warmup,
-                                                  int64_t reps) {
+double process_cpu_seconds() {
+  timespec t{};
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
+  return static_cast<double>(t.tv_sec) + static_cast<double>(t.tv_nsec) * 1e-9;
+}
+
+double Timings::wall_median() const { return median(wall); }
+double Timings::cpu_median() const { return median(cpu); }
+Json Timings::to_json() const {
+  return Json{{"wall_median_s", wall_median()}, {"cpu_median_s", cpu_median()}, {"wall_s", wall}, {"cpu_s", cpu}};
+}
+
+std::vector<Timings> time_interleaved(const std::vector<std::function<void()>>& steps, int64_t warmup, int64_t reps) {
   for (int64_t r = 0; r < warmup; ++r) {
     for (const auto& step : steps) step();
   }
-  std::vector<std::vector<double>> times(steps.size());
+  std::vector<Timings> times(steps.size());
   for (int64_t r = 0; r < reps; ++r) {
     for (size_t i = 0; i < steps.size(); ++i) {
-      const double t0 = now_seconds();
+      const double c0 = process_cpu_seconds(), t0 = now_seconds();
       steps[i]();
-      times[i].push_back(now_seconds() - t0);
+      times[i].wall.push_back(now_seconds() - t0);
+      times[i].cpu.push_back(process_cpu_seconds() - c0);
     }
   }
   return times;

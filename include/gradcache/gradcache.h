@@ -12,3 +12,7 @@
 #include <gradcache/rng_state.h>
 #include <gradcache/split.h>
 #include <gradcache/version.h>
+
+#ifdef GRADCACHE_WITH_DISTRIBUTED
+#include <gradcache/distributed.h>
+#endif

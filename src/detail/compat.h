@@ -15,3 +15,10 @@
 #else
 #define GRADCACHE_ALLOCATOR_COPY_DATA
 #endif
+
+// c10d: process groups became "backends" of a dispatching ProcessGroup in LibTorch 2.0.
+#if GRADCACHE_TORCH_AT_LEAST(2, 0)
+#define GRADCACHE_C10D_BACKEND c10d::Backend
+#else
+#define GRADCACHE_C10D_BACKEND c10d::ProcessGroup
+#endif

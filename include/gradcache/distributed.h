@@ -1,0 +1,138 @@
+// Data-parallel Gradient Cache over torch.distributed's c10d: Gloo on CPU, NCCL on CUDA,
+// processes launched by torchrun (algorithm.md §4).
+#pragma once
+
+#include <gradcache/grad_cache.h>
+#include <gradcache/loss.h>
+
+#include <torch/arg.h>
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace gradcache {
+namespace distributed {
+
+struct ProcessGroupOptions {
+  /// How long any rendezvous or collective may wait for the other ranks before it fails.
+  TORCH_ARG(std::chrono::milliseconds, timeout) = std::chrono::minutes(5);
+  /// "gloo" or "nccl"; "" picks NCCL when `device` is CUDA and LibTorch has it, else Gloo.
+  TORCH_ARG(std::string, backend) = "";
+  /// Where the tensors of collectives live (CPU for Gloo).
+  TORCH_ARG(c10::Device, device) = c10::Device(c10::kCPU);
+};
+
+/// A group of processes and the collectives gradcache needs. Every collective waits at most
+/// the group's timeout; a rank that died or never came makes the others throw a
+/// std::runtime_error that says so, never hang. Copies share the group.
+class ProcessGroup {
+ public:
+  /// From torchrun's environment: RANK, WORLD_SIZE, LOCAL_RANK, MASTER_ADDR, MASTER_PORT.
+  static ProcessGroup from_environment(const ProcessGroupOptions& options = {});
+  /// Explicitly: rank 0 serves the rendezvous store at host:port.
+  static ProcessGroup create(int rank, int world_size, const std::string& host, int port,
+                             const ProcessGroupOptions& options = {});
+  /// Whether the environment describes a group of more than one process (torchrun).
+  static bool in_environment();
+
+  int rank() const;
+  int world_size() const;
+  int local_rank() const;
+  const ProcessGroupOptions& options() const;
+
+  /// Rows of every rank's `local` (dim 0 may differ between ranks), concatenated in rank order.
+  at::Tensor all_gather_rows(const at::Tensor& local) const;
+  /// Sums `tensors` over the ranks, in place.
+  void all_reduce_sum(std::vector<at::Tensor>& tensors) const;
+  /// Starts summing `tensor` over the ranks in place; call wait() on the result.
+  class Pending;
+  Pending all_reduce_sum_async(at::Tensor tensor) const;
+  void barrier() const;
+  /// Throws, naming the ranks that differ, unless every rank passed the same `value`.
+  void check_same(const std::string& what, const std::string& value) const;
+
+  struct Impl;
+
+ private:
+  explicit ProcessGroup(std::shared_ptr<Impl> impl) : impl_(std::move(impl)) {}
+  std::shared_ptr<Impl> impl_;
+};
+
+/// An all-reduce in flight.
+class ProcessGroup::Pending {
+ public:
+  void wait();
+  struct Impl;
+  explicit Pending(std::shared_ptr<Impl> impl) : impl_(std::move(impl)) {}
+
+ private:
+  std::shared_ptr<Impl> impl_;
+};
+
+/// The rows of every rank's `local` in rank order, differentiable: the backward keeps the
+/// gradient of the local rows. Every rank computes the same loss over the gathered rows, so
+/// each rank's share of the gradient is exactly its own rows' (the reference's
+/// gather_input_tensor, with unequal batch sizes allowed).
+at::Tensor gather_rows(const ProcessGroup& group, const at::Tensor& local);
+
+/// Wraps a loss so that it sees the representations of all ranks: each argument is gathered
+/// with gather_rows before `loss` runs (functional API, like the reference's
+/// gather_input_tensor). With hard negatives every rank must use the same k.
+Loss gather_input_tensor(const ProcessGroup& group, Loss loss);
+
+/// The gradients a step accumulated, summed over the ranks once per step, in buckets of
+/// about `bucket_bytes`. A tensor listed twice (tied encoders) is synchronised once.
+class GradientSynchronizer {
+ public:
+  GradientSynchronizer(ProcessGroup group, int64_t bucket_bytes = int64_t{4} << 20);
+  /// Starts summing the gradients of `params` (those that have one) across the ranks.
+  void start(const std::vector<at::Tensor>& params);
+  /// Waits for everything started, and writes the sums back into the gradients.
+  void finish();
+  /// Bytes sent into all-reduces since construction (the payload, per rank).
+  int64_t bytes_reduced() const { return bytes_reduced_; }
+
+ private:
+  struct Bucket;
+  ProcessGroup group_;
+  int64_t bucket_bytes_;
+  std::vector<std::shared_ptr<Bucket>> in_flight_;
+  std::vector<const void*> started_;  // gradients already in flight this step
+  int64_t bytes_reduced_ = 0;
+};
+
+struct DistributedOptions {
+  /// Gradients are summed in buckets of about this many bytes.
+  TORCH_ARG(int64_t, bucket_bytes) = int64_t{4} << 20;
+};
+
+/// GradCache across processes. The loss sees the representations of every rank (it is
+/// wrapped with gather_input_tensor), each rank caches the gradient of its own rows, and
+/// after the last use of each module its parameter gradients are summed over the ranks: once
+/// per step (the reference's no_sync_except_last), in buckets, and asynchronously, so the
+/// next model's replay overlaps the communication. W ranks with N/W examples each get the
+/// gradients of one process with all N. Local batch sizes may differ.
+class DistributedGradCache : public GradCache {
+ public:
+  DistributedGradCache(ProcessGroup group, std::vector<Model> models, std::vector<int64_t> chunk_sizes, Loss loss_fn,
+                       GradCacheOptions options = {}, DistributedOptions distributed = {});
+  DistributedGradCache(ProcessGroup group, std::vector<Model> models, int64_t chunk_size, Loss loss_fn,
+                       GradCacheOptions options = {}, DistributedOptions distributed = {});
+
+  const ProcessGroup& group() const { return group_; }
+  /// Bytes of gradients all-reduced so far (per rank).
+  int64_t bytes_reduced() const { return synchronizer_.bytes_reduced(); }
+
+ protected:
+  void on_model_backward_done(size_t model_index) override;
+
+ private:
+  ProcessGroup group_;
+  GradientSynchronizer synchronizer_;
+};
+
+}  // namespace distributed
+}  // namespace gradcache

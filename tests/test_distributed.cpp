@@ -1,0 +1,277 @@
+// Data-parallel training with 2 processes on loopback (Gloo). The test binary is its own
+// worker: each test starts two copies of it with GRADCACHE_TEST_WORKER=<scenario> and the
+// torchrun variables, and checks how they end. Workers compare what they computed with a
+// single-process reference they compute themselves (same seed, all the data).
+#include "test_util.h"
+
+#include <gradcache/distributed.h>
+
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <spawn.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <fstream>
+#include <thread>
+
+extern char** environ;
+
+namespace gc = gradcache;
+namespace gd = gradcache::distributed;
+
+namespace {
+
+constexpr double kTol64 = 1e-13;  // float64: the ranks only change summation order
+
+// ---- the workers ---------------------------------------------------------------------------
+
+struct Data {
+  torch::Tensor x, y;  // all rows; a rank takes its slice
+};
+
+Data make_data(int64_t n, int64_t k) {
+  torch::manual_seed(123);
+  return {torch::randn({n, 6}, torch::kFloat64), torch::randn({n * (1 + k), 6}, torch::kFloat64)};
+}
+
+std::pair<gctest::Mlp, gctest::Mlp> make_models(bool tied) {
+  torch::manual_seed(7);
+  gctest::Mlp q(6, 16, 5), p(6, 16, 5);
+  q->to(torch::kFloat64);
+  p->to(torch::kFloat64);
+  return {q, tied ? q : p};
+}
+
+std::vector<torch::Tensor> unique_params(const gctest::Mlp& q, const gctest::Mlp& p) {
+  auto params = q->parameters();
+  if (q.ptr() != p.ptr()) {
+    auto pp = p->parameters();
+    params.insert(params.end(), pp.begin(), pp.end());
+  }
+  return params;
+}
+
+// Row ranges of each rank; `uneven` gives rank 0 fewer rows than rank 1.
+std::pair<int64_t, int64_t> my_rows(int rank, int64_t n, bool uneven) {
+  const int64_t first = uneven ? n / 2 - 1 : n / 2;
+  return rank == 0 ? std::make_pair(int64_t{0}, first) : std::make_pair(first, n);
+}
+
+int fail(const std::string& message) {
+  std::cerr << "worker: " << message << std::endl;
+  return 1;
+}
+
+// One cache step on each rank vs one full-batch backward in one process.
+int worker_gradients(const gd::ProcessGroup& group, bool tied, int64_t k, bool uneven) {
+  const int64_t n = 12;
+  auto data = make_data(n, k);
+  auto [q, p] = make_models(tied);
+  auto [lo, hi] = my_rows(group.rank(), n, uneven);
+  gd::DistributedGradCache cache(group, {q, p}, 4, gc::SimpleContrastiveLoss(),
+                                 gc::GradCacheOptions(), gd::DistributedOptions().bucket_bytes(512));
+  cache({data.x.slice(0, lo, hi), data.y.slice(0, lo * (1 + k), hi * (1 + k))});
+  const auto params = unique_params(q, p);
+  const auto distributed = gctest::grads_of(params);
+
+  gctest::zero_grads(params);
+  gc::SimpleContrastiveLoss()(q(data.x), p(data.y)).backward();
+  const double err = gctest::max_rel_error(distributed, gctest::grads_of(params));
+  std::cout << "rank " << group.rank() << ": max relative gradient error " << err << std::endl;
+  if (!(err < kTol64)) return fail("gradients differ from the single-process full batch: " + std::to_string(err));
+  if (cache.bytes_reduced() <= 0) return fail("no gradient was all-reduced");
+  return 0;
+}
+
+// A few SGD steps on each rank vs the same steps in one process: the same weights.
+int worker_training(const gd::ProcessGroup& group, bool tied) {
+  const int64_t n = 12;
+  auto [q, p] = make_models(tied);
+  auto [q1, p1] = make_models(tied);  // the single-process twin
+  gd::DistributedGradCache cache(group, {q, p}, 4, gc::SimpleContrastiveLoss());
+  gc::GradCache single({q1, p1}, 4, gc::SimpleContrastiveLoss());
+  torch::optim::SGD opt(unique_params(q, p), 0.5), opt1(unique_params(q1, p1), 0.5);
+  for (int step = 0; step < 3; ++step) {
+    torch::manual_seed(1000 + step);  // the same data on every rank; each takes its rows
+    auto x = torch::randn({n, 6}, torch::kFloat64), y = torch::randn({n, 6}, torch::kFloat64);
+    auto [lo, hi] = my_rows(group.rank(), n, false);
+    opt.zero_grad();
+    cache({x.slice(0, lo, hi), y.slice(0, lo, hi)});
+    opt.step();
+    opt1.zero_grad();
+    single({x, y});
+    opt1.step();
+  }
+  const auto a = unique_params(q, p), b = unique_params(q1, p1);
+  const double err = gctest::max_rel_error(a, b);
+  std::cout << "rank " << group.rank() << ": weights after 3 steps differ by " << err << std::endl;
+  return err < kTol64 ? 0 : fail("weights differ from the single-process run: " + std::to_string(err));
+}
+
+// Rank 1 dies inside the loss (mid-step); rank 0 must fail with a message, not hang.
+int worker_dies(const gd::ProcessGroup& group) {
+  auto [q, p] = make_models(false);
+  const int rank = group.rank();
+  gd::DistributedGradCache cache(group, {q, p}, 2,
+                                 [rank](const torch::Tensor& a, const torch::Tensor& b) {
+                                   if (rank == 1) std::_Exit(3);
+                                   return gc::SimpleContrastiveLoss()(a, b);
+                                 });
+  auto data = make_data(4, 0);
+  cache({data.x, data.y});
+  return fail("the step finished although rank 1 died");
+}
+
+int run_worker(const std::string& scenario) {
+  const auto timeout = std::chrono::milliseconds(std::atoi(std::getenv("GRADCACHE_TEST_TIMEOUT_MS")));
+  try {
+    auto group = gd::ProcessGroup::from_environment(gd::ProcessGroupOptions().timeout(timeout));
+    if (scenario == "gradients") return worker_gradients(group, false, 0, false);
+    if (scenario == "gradients_tied") return worker_gradients(group, true, 0, false);
+    if (scenario == "gradients_hard_negatives") return worker_gradients(group, false, 2, false);
+    if (scenario == "gradients_uneven") return worker_gradients(group, true, 1, true);
+    if (scenario == "training") return worker_training(group, false);
+    if (scenario == "training_tied") return worker_training(group, true);
+    if (scenario == "dies") return worker_dies(group);
+    if (scenario == "mismatch") {
+      group.check_same("settings", group.rank() == 0 ? "temperature=0.05" : "temperature=0.1");
+      return fail("check_same accepted different settings");
+    }
+    return fail("unknown scenario " + scenario);
+  } catch (const std::exception& e) {
+    std::cerr << e.what() << std::endl;
+    return 2;
+  }
+}
+
+// ---- the tests: start workers, watch them --------------------------------------------------
+
+int free_port() {
+  const int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr);
+  socklen_t len = sizeof addr;
+  getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
+  close(fd);
+  return ntohs(addr.sin_port);
+}
+
+struct Outcome {
+  int status = -1;      // exit status, or -1 if it had to be killed
+  std::string stderr_;  // what it said
+};
+
+// Starts `ranks` of a `world`-process group running `scenario`; waits at most `deadline`.
+std::vector<Outcome> run_group(const std::string& scenario, int world, int ranks, std::chrono::seconds deadline,
+                               int timeout_ms = 20000) {
+  const int port = free_port();
+  std::vector<pid_t> pids;
+  std::vector<std::string> logs;
+  for (int rank = 0; rank < ranks; ++rank) {
+    std::vector<std::string> env_strings = {"GRADCACHE_TEST_WORKER=" + scenario,
+                                            "GRADCACHE_TEST_TIMEOUT_MS=" + std::to_string(timeout_ms),
+                                            "RANK=" + std::to_string(rank),
+                                            "LOCAL_RANK=" + std::to_string(rank),
+                                            "WORLD_SIZE=" + std::to_string(world),
+                                            "MASTER_ADDR=127.0.0.1",
+                                            "MASTER_PORT=" + std::to_string(port)};
+    for (char** e = environ; *e; ++e) env_strings.push_back(*e);
+    std::vector<char*> env;
+    for (auto& s : env_strings) env.push_back(s.data());
+    env.push_back(nullptr);
+    logs.push_back(::testing::TempDir() + "worker_" + scenario + "_" + std::to_string(rank) + ".log");
+    posix_spawn_file_actions_t actions;
+    posix_spawn_file_actions_init(&actions);
+    posix_spawn_file_actions_addopen(&actions, 2, logs.back().c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    char exe[] = "/proc/self/exe";
+    char* argv[] = {exe, nullptr};
+    pid_t pid = 0;
+    EXPECT_EQ(posix_spawn(&pid, "/proc/self/exe", &actions, nullptr, argv, env.data()), 0);
+    posix_spawn_file_actions_destroy(&actions);
+    pids.push_back(pid);
+  }
+  std::vector<Outcome> outcomes(pids.size());
+  const auto end = std::chrono::steady_clock::now() + deadline;
+  for (size_t i = 0; i < pids.size(); ++i) {
+    int status = 0;
+    while (waitpid(pids[i], &status, WNOHANG) == 0) {
+      if (std::chrono::steady_clock::now() > end) {
+        kill(pids[i], SIGKILL);
+        waitpid(pids[i], &status, 0);
+        status = -1;
+        break;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    outcomes[i].status = status == -1 ? -1 : (WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status));
+    std::ifstream log(logs[i]);
+    outcomes[i].stderr_.assign(std::istreambuf_iterator<char>(log), {});
+  }
+  return outcomes;
+}
+
+void expect_success(const std::vector<Outcome>& outcomes) {
+  for (size_t r = 0; r < outcomes.size(); ++r) {
+    EXPECT_EQ(outcomes[r].status, 0) << "rank " << r << " said:\n" << outcomes[r].stderr_;
+  }
+}
+
+}  // namespace
+
+TEST(Distributed, GradientsEqualTheSingleProcessFullBatch) {
+  expect_success(run_group("gradients", 2, 2, std::chrono::seconds(60)));
+}
+
+TEST(Distributed, TiedEncoders) { expect_success(run_group("gradients_tied", 2, 2, std::chrono::seconds(60))); }
+
+TEST(Distributed, HardNegatives) {
+  expect_success(run_group("gradients_hard_negatives", 2, 2, std::chrono::seconds(60)));
+}
+
+TEST(Distributed, UnequalLocalBatches) {
+  expect_success(run_group("gradients_uneven", 2, 2, std::chrono::seconds(60)));
+}
+
+TEST(Distributed, TrainingEndsWithTheSingleProcessWeights) {
+  expect_success(run_group("training", 2, 2, std::chrono::seconds(60)));
+  expect_success(run_group("training_tied", 2, 2, std::chrono::seconds(60)));
+}
+
+TEST(Distributed, ARankThatDiesMidStepStopsTheOthersWithAMessage) {
+  const auto start = std::chrono::steady_clock::now();
+  const auto outcomes = run_group("dies", 2, 2, std::chrono::seconds(60), /*timeout_ms=*/10000);
+  EXPECT_EQ(outcomes[1].status, 3);  // it died as told
+  EXPECT_NE(outcomes[0].status, 0);
+  EXPECT_NE(outcomes[0].status, -1) << "rank 0 hung";
+  EXPECT_NE(outcomes[0].stderr_.find("gradcache distributed"), std::string::npos) << outcomes[0].stderr_;
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(30));
+}
+
+TEST(Distributed, ARankThatNeverJoinsTimesOutWithAMessage) {
+  const auto start = std::chrono::steady_clock::now();
+  const auto outcomes = run_group("gradients", 2, /*ranks started=*/1, std::chrono::seconds(60), /*timeout_ms=*/3000);
+  EXPECT_EQ(outcomes[0].status, 2);
+  EXPECT_NE(outcomes[0].stderr_.find("could not join the group"), std::string::npos) << outcomes[0].stderr_;
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(20));
+}
+
+TEST(Distributed, RanksWithDifferentSettingsAreRefused) {
+  const auto outcomes = run_group("mismatch", 2, 2, std::chrono::seconds(60));
+  for (const auto& o : outcomes) {
+    EXPECT_EQ(o.status, 2);
+    EXPECT_NE(o.stderr_.find("started with different settings"), std::string::npos) << o.stderr_;
+  }
+}
+
+int main(int argc, char** argv) {
+  if (const char* scenario = std::getenv("GRADCACHE_TEST_WORKER")) return run_worker(scenario);
+  ::testing::InitGoogleTest(&argc, argv);
+  return RUN_ALL_TESTS();
+}
