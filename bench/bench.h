@@ -126,16 +126,23 @@ class Workload {
 };
 
 /// A GradCache that records what step 1 did (ForwardResult is only visible to a subclass):
-/// how many chunks of each model kept their graph and the bytes they held.
+/// how many chunks of each model kept their graph and the bytes they held; and the CPU time
+/// of each step, summed over all calls.
 class RecordingGradCache : public gradcache::GradCache {
  public:
   using gradcache::GradCache::GradCache;
   std::vector<int64_t> retained_chunks;  ///< per model, of the last step
   std::vector<int64_t> total_chunks;
   std::vector<int64_t> retained_bytes;
+  double step1_cpu_s = 0, step2_cpu_s = 0, step3_cpu_s = 0;  ///< forward_no_grad, build_cache, the backwards
 
  protected:
   ForwardResult forward_no_grad(size_t model_index, const std::vector<gradcache::ModelInput>& chunks) override;
+  std::vector<at::Tensor> build_cache(const std::vector<at::Tensor>& reps, const gradcache::LossArgs& loss_args,
+                                      at::Tensor& loss_out) override;
+  void forward_backward(size_t model_index, const std::vector<gradcache::ModelInput>& chunks,
+                        const ForwardResult& forward, const at::Tensor& cached_grads) override;
+  void backward_retained(size_t model_index, ForwardResult& forward, const at::Tensor& cached_grads) override;
 };
 
 /// The idea "run step 1 under c10::InferenceMode instead of NoGradGuard": a GradCache whose
@@ -160,6 +167,7 @@ int64_t peak_bytes_of(const std::function<void()>& fn);
 struct Timings {
   std::vector<double> wall, cpu;
   double wall_median() const;
+  double wall_min() const;  ///< best of the repetitions: the least disturbed one
   double cpu_median() const;
   Json to_json() const;
 };
@@ -252,7 +260,8 @@ struct MemorySettings {
   std::vector<std::string> modes{"full", "accumulate", "cache"};
   int64_t chunk = 64;
   int64_t check_batch = 4096;  ///< the batch at which the target is checked
-  int64_t full_max = 1 << 30;  ///< largest batch for mode full
+  int64_t full_max = 1024;        ///< largest batch for mode full (it grows linearly)
+  int64_t accumulate_max = 1024;  ///< largest batch for mode accumulate (it stays flat)
   bool no_spawn = false;       ///< measure in this process (no RSS)
   double limit = 0.10;
   MemorySettings();
@@ -275,7 +284,7 @@ Json measure_memory_point(const MemoryPointSettings& s);
 struct OverheadSettings {
   ModelSettings model;
   int64_t batch = 256, chunk = 64;
-  int64_t reps = 5, warmup = 1;
+  int64_t reps = 7, warmup = 1;
   bool extras = true;  ///< also time the default cache (1 chunk retained) and the InferenceMode idea
   double limit = 1.25;
   void add_options(OptionTable& table);

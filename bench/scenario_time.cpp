@@ -22,51 +22,53 @@ std::vector<std::function<void()>> steps_of(const std::vector<Config>& configs) 
   return steps;
 }
 
-// Times the parts of a step per chunk, summed over all chunks of both models: F0 = forward
-// under no-grad (step 1), F0i = the same under InferenceMode, F = forward with grad, B =
-// backward; and L = the loss over the whole batch, forward + backward (step 2). The cost
-// model (algorithm.md §3) predicts cache / accumulate = (F0 + F + B + L) / (F + B).
+// Times the parts of a step (process CPU time: steadier than wall time on a shared machine),
+// summed over all chunks of both models, each part in its own pass over the chunks as the
+// cache runs them: F0 = forward under no-grad (step 1), F0i = the same under InferenceMode,
+// F = forward with grad, B = its backward (step 3 without the generator replay), L = the
+// loss over the whole batch, forward + backward (step 2). The cost model (algorithm.md §3)
+// predicts cache / accumulate = (F0 + F + B + L) / (F + B).
 Json time_components(const Workload& w, const Batch& b, int64_t chunk, int64_t reps) {
   double f0 = 0, f0i = 0, f = 0, back = 0, loss_t = 0;
-  const std::vector<std::pair<gradcache::Model, gradcache::ModelInput>> calls{{w.query_model(), b.queries},
-                                                                              {w.passage_model(), b.passages}};
-  std::vector<torch::Tensor> reps_nograd;
+  const std::vector<std::pair<gradcache::Model, std::vector<gradcache::ModelInput>>> calls{
+      {w.query_model(), w.split(b.queries, chunk)}, {w.passage_model(), w.split(b.passages, chunk)}};
   for (int64_t r = 0; r < reps; ++r) {
-    reps_nograd.clear();
-    for (const auto& [model, input] : calls) {
+    std::vector<torch::Tensor> reps_nograd;
+    double t0 = process_cpu_seconds();
+    for (const auto& [model, chunks] : calls) {  // F0
       std::vector<torch::Tensor> parts;
-      for (const auto& c : w.split(input, chunk)) {
-        double t0 = now_seconds();
-        {
-          torch::NoGradGuard no_grad;
-          parts.push_back(model(c).toTensor());
-        }
-        double t1 = now_seconds();
-        {
-          c10::InferenceMode inference;
-          model(c);
-        }
-        double t2 = now_seconds();
-        auto rep = model(c).toTensor();
-        double t3 = now_seconds();
-        torch::autograd::backward({rep}, {torch::full_like(rep, 1e-3)});
-        double t4 = now_seconds();
-        f0 += t1 - t0;
-        f0i += t2 - t1;
-        f += t3 - t2;
-        back += t4 - t3;
-      }
+      torch::NoGradGuard no_grad;
+      for (const auto& c : chunks) parts.push_back(model(c).toTensor());
       reps_nograd.push_back(torch::cat(parts, 0));
     }
-    double t0 = now_seconds();
-    std::vector<torch::Tensor> leaves;
+    double t1 = process_cpu_seconds();
+    for (const auto& [model, chunks] : calls) {  // F0 in inference mode
+      c10::InferenceMode inference;
+      for (const auto& c : chunks) model(c);
+    }
+    double t2 = process_cpu_seconds();
+    std::vector<torch::Tensor> leaves;  // L
     for (const auto& x : reps_nograd) leaves.push_back(x.detach().requires_grad_(true));
     w.loss()(leaves).backward();
-    loss_t += now_seconds() - t0;
+    double t3 = process_cpu_seconds();
+    f0 += t1 - t0;
+    f0i += t2 - t1;
+    loss_t += t3 - t2;
+    for (const auto& [model, chunks] : calls) {  // F and B
+      for (const auto& c : chunks) {
+        const double u0 = process_cpu_seconds();
+        auto rep = model(c).toTensor();
+        const double u1 = process_cpu_seconds();
+        torch::autograd::backward({rep}, {torch::full_like(rep, 1e-3)});
+        f += u1 - u0;
+        back += process_cpu_seconds() - u1;
+      }
+    }
   }
   const double k = static_cast<double>(reps);
   f0 /= k, f0i /= k, f /= k, back /= k, loss_t /= k;
-  return Json{{"forward_no_grad_s", f0},
+  return Json{{"clock", "process CPU time"},
+              {"forward_no_grad_s", f0},
               {"forward_inference_mode_s", f0i},
               {"forward_s", f},
               {"backward_s", back},
@@ -97,7 +99,7 @@ ScenarioResult run_overhead(const OverheadSettings& s, const CommonSettings& com
   const Batch b = w.batch(s.batch, 3);
   const std::vector<gradcache::ModelInput> inputs{b.queries, b.passages};
 
-  gradcache::GradCache cache(w.models(), s.chunk, w.loss(), w.cache_options().retain_chunks(0));
+  RecordingGradCache cache(w.models(), s.chunk, w.loss(), w.cache_options().retain_chunks(0));
   gradcache::GradCache cache_default(w.models(), s.chunk, w.loss(), w.cache_options());
   InferenceModeGradCache cache_inference(w.models(), s.chunk, w.loss(), w.cache_options().retain_chunks(0));
   std::vector<Config> configs{
@@ -110,22 +112,31 @@ ScenarioResult run_overhead(const OverheadSettings& s, const CommonSettings& com
     configs.push_back({"cache, step 1 in InferenceMode", [&] { w.zero_grads(); cache_inference(inputs); }});
   }
   const auto times = time_interleaved(steps_of(configs), s.warmup, s.reps);
+  // CPU time of each step of the cache, per call (warm-up included: means, not medians).
+  const double calls = static_cast<double>(s.warmup + s.reps);
+  const Json steps{{"step1_forward_no_grad_s", cache.step1_cpu_s / calls},
+                   {"step2_loss_and_cache_s", cache.step2_cpu_s / calls},
+                   {"step3_replay_and_backward_s", cache.step3_cpu_s / calls}};
   const double acc = times[1].wall_median(), full = times[2].wall_median();
   const double acc_cpu = times[1].cpu_median(), full_cpu = times[2].cpu_median();
+  const double acc_min = times[1].wall_min(), full_min = times[2].wall_min();
 
-  Table table({"step", "wall ms", "CPU ms", "pairs/s", "/ accumulate", "/ full", "/ acc. (CPU)", "/ full (CPU)"});
+  Table table({"step", "wall ms", "min ms", "CPU ms", "pairs/s", "/ accumulate", "/ full", "/ acc. (min)",
+               "/ full (min)", "/ acc. (CPU)"});
   Json rows = Json::array();
   for (size_t i = 0; i < configs.size(); ++i) {
-    const double m = times[i].wall_median(), c = times[i].cpu_median();
+    const double m = times[i].wall_median(), lo = times[i].wall_min(), c = times[i].cpu_median();
     Json row{{"step", configs[i].name}};
     row.update(times[i].to_json());
     row.update({{"over_accumulate", m / acc},
                 {"over_full", m / full},
+                {"over_accumulate_min", lo / acc_min},
+                {"over_full_min", lo / full_min},
                 {"over_accumulate_cpu", c / acc_cpu},
                 {"over_full_cpu", c / full_cpu}});
     rows.push_back(row);
-    table.add({configs[i].name, fmt(m * 1e3, 1), fmt(c * 1e3, 1), fmt(s.batch / m, 0), fmt(m / acc, 3),
-               fmt(m / full, 3), fmt(c / acc_cpu, 3), fmt(c / full_cpu, 3)});
+    table.add({configs[i].name, fmt(m * 1e3, 1), fmt(lo * 1e3, 1), fmt(c * 1e3, 1), fmt(s.batch / m, 0),
+               fmt(m / acc, 3), fmt(m / full, 3), fmt(lo / acc_min, 3), fmt(lo / full_min, 3), fmt(c / acc_cpu, 3)});
   }
   progress("overhead: timing the parts of a step (F0, F, B, loss)");
   const Json parts = time_components(w, b, s.chunk, std::max<int64_t>(1, s.reps / 2));
@@ -158,19 +169,25 @@ ScenarioResult run_overhead(const OverheadSettings& s, const CommonSettings& com
     out.json["inference_mode_cache_over_accumulate_cpu"] = times[4].cpu_median() / acc_cpu;
   }
   out.json["parts"] = parts;
+  out.json["cache_steps_cpu"] = steps;
   if (!parts_no_dropout.is_null()) out.json["parts_without_dropout"] = parts_no_dropout;
   out.json["targets"] = Json::array({target("cache_over_accumulate (nothing retained)", cache_over_acc, s.limit)});
   out.json["targets"][0]["value_cpu"] = cache_over_acc_cpu;
+  out.json["targets"][0]["value_min"] = times[0].wall_min() / acc_min;
 
   out.text = "overhead: " + std::to_string(s.batch) + " pairs in chunks of " + std::to_string(s.chunk) + ", " +
              std::to_string(s.reps) + " interleaved repetitions, medians (wall; CPU = the process's CPU time)\n" +
              table.str();
-  out.text += "parts of a step (both models, all chunks): F0 (no-grad forward) " +
+  out.text += "parts of a step (CPU time, both models, all chunks): F0 (no-grad forward) " +
               fmt(parts["forward_no_grad_s"].get<double>() * 1e3, 1) + " ms, F0 in InferenceMode " +
               fmt(parts["forward_inference_mode_s"].get<double>() * 1e3, 1) + " ms, F (forward) " +
               fmt(parts["forward_s"].get<double>() * 1e3, 1) + " ms, B (backward) " +
               fmt(parts["backward_s"].get<double>() * 1e3, 1) + " ms, loss over the batch " +
               fmt(parts["loss_full_batch_s"].get<double>() * 1e3, 1) + " ms\n";
+  out.text += "inside the cache step (CPU time, mean per step): step 1 " +
+              fmt(steps["step1_forward_no_grad_s"].get<double>() * 1e3, 1) + " ms, step 2 " +
+              fmt(steps["step2_loss_and_cache_s"].get<double>() * 1e3, 1) + " ms, step 3 " +
+              fmt(steps["step3_replay_and_backward_s"].get<double>() * 1e3, 1) + " ms\n";
   if (!parts_no_dropout.is_null()) {
     out.text += "the same without dropout: F0 " + fmt(parts_no_dropout["forward_no_grad_s"].get<double>() * 1e3, 1) +
                 " ms, F " + fmt(parts_no_dropout["forward_s"].get<double>() * 1e3, 1) + " ms, B " +
@@ -180,7 +197,8 @@ ScenarioResult run_overhead(const OverheadSettings& s, const CommonSettings& com
   out.text += "cost model: cache / accumulate = (F0 + F + B + loss) / (F + B) = " +
               fmt(parts["predicted_cache_over_accumulate"].get<double>(), 3) + " predicted, " + fmt(cache_over_acc, 3) +
               " measured (" + fmt(cache_over_acc_cpu, 3) + " in CPU time)\n";
-  out.text += target_line(out.json["targets"][0]) + "  (CPU time: " + fmt(cache_over_acc_cpu, 3) + ")\n";
+  out.text += target_line(out.json["targets"][0]) + "  (best of " + std::to_string(s.reps) + ": " +
+              fmt(times[0].wall_min() / acc_min, 3) + ", CPU time: " + fmt(cache_over_acc_cpu, 3) + ")\n";
   return out;
 }
 
@@ -251,18 +269,21 @@ ScenarioResult run_retain(const RetainSettings& s, const CommonSettings& common)
   const size_t acc_i = configs.size() - 2, full_i = configs.size() - 1;
   const double acc = times[acc_i].wall_median(), full = times[full_i].wall_median();
   const double acc_cpu = times[acc_i].cpu_median(), full_cpu = times[full_i].cpu_median();
+  const double acc_min = times[acc_i].wall_min(), full_min = times[full_i].wall_min();
 
-  Table table({"step", "retained q/p", "wall ms", "CPU ms", "/ accumulate", "/ full", "/ acc. (CPU)", "/ full (CPU)",
-               "peak MiB"});
+  Table table({"step", "retained q/p", "wall ms", "min ms", "/ accumulate", "/ full", "/ acc. (min)", "/ full (min)",
+               "/ acc. (CPU)", "peak MiB"});
   Json rows = Json::array();
-  double half_ratio = NAN, half_ratio_cpu = NAN, all_over_full = NAN, all_over_full_cpu = NAN;
+  double half_ratio = NAN, half_ratio_cpu = NAN, half_ratio_min = NAN, all_over_full = NAN, all_over_full_min = NAN;
   for (size_t i = 0; i < configs.size(); ++i) {
-    const double m = times[i].wall_median(), c = times[i].cpu_median();
+    const double m = times[i].wall_median(), lo = times[i].wall_min(), c = times[i].cpu_median();
     std::string retained = "-";
     Json row{{"step", configs[i].name}};
     row.update(times[i].to_json());
     row.update({{"over_accumulate", m / acc},
                 {"over_full", m / full},
+                {"over_accumulate_min", lo / acc_min},
+                {"over_full_min", lo / full_min},
                 {"over_accumulate_cpu", c / acc_cpu},
                 {"over_full_cpu", c / full_cpu},
                 {"peak_bytes", peaks[i]}});
@@ -276,16 +297,17 @@ ScenarioResult run_retain(const RetainSettings& s, const CommonSettings& common)
       if (retain_of[i] == n / 2) {
         half_ratio = m / acc;
         half_ratio_cpu = c / acc_cpu;
+        half_ratio_min = lo / acc_min;
       }
       if (retain_of[i] == n) {
         all_over_full = m / full;
-        all_over_full_cpu = c / full_cpu;
+        all_over_full_min = lo / full_min;
       }
     }
     if (retain_of[i] == -1) row["memory_budget_bytes"] = budget;
     rows.push_back(row);
-    table.add({configs[i].name, retained, fmt(m * 1e3, 1), fmt(c * 1e3, 1), fmt(m / acc, 3), fmt(m / full, 3),
-               fmt(c / acc_cpu, 3), fmt(c / full_cpu, 3), mib(peaks[i])});
+    table.add({configs[i].name, retained, fmt(m * 1e3, 1), fmt(lo * 1e3, 1), fmt(m / acc, 3), fmt(m / full, 3),
+               fmt(lo / acc_min, 3), fmt(lo / full_min, 3), fmt(c / acc_cpu, 3), mib(peaks[i])});
   }
   out.json["model"] = s.model.to_json();
   out.json["batch"] = s.batch;
@@ -294,23 +316,27 @@ ScenarioResult run_retain(const RetainSettings& s, const CommonSettings& common)
   out.json["activation_bytes"] = activations;
   out.json["rows"] = rows;
   out.json["all_retained_over_full"] = all_over_full;
-  out.json["all_retained_over_full_cpu"] = all_over_full_cpu;
+  out.json["all_retained_over_full_min"] = all_over_full_min;
   Json targets = Json::array();
   if (!std::isnan(half_ratio)) {
     out.json["half_retained_over_accumulate"] = half_ratio;
     out.json["half_retained_over_accumulate_cpu"] = half_ratio_cpu;
     targets.push_back(target("cache_over_accumulate with half the chunks retained", half_ratio, s.limit));
     targets.back()["value_cpu"] = half_ratio_cpu;
+    targets.back()["value_min"] = half_ratio_min;
   }
   out.json["targets"] = targets;
   out.text = "retain: " + std::to_string(s.batch) + " pairs in " + std::to_string(n) + " chunks of " +
              std::to_string(s.chunk) + " per model; activations of the whole batch " + mib(activations) +
              " MiB (measured); " + std::to_string(s.reps) + " interleaved repetitions, medians\n" + table.str();
   if (!std::isnan(all_over_full)) {
-    out.text += "all chunks retained / full: " + fmt(all_over_full, 3) + " (CPU time: " + fmt(all_over_full_cpu, 3) +
-                ")\n";
+    out.text += "all chunks retained / full: " + fmt(all_over_full, 3) + " (best of " + std::to_string(s.reps) +
+                ": " + fmt(all_over_full_min, 3) + ")\n";
   }
-  for (const auto& t : targets) out.text += target_line(t) + "  (CPU time: " + fmt(t["value_cpu"].get<double>(), 3) + ")\n";
+  for (const auto& t : targets) {
+    out.text += target_line(t) + "  (best of " + std::to_string(s.reps) + ": " + fmt(t["value_min"].get<double>(), 3) +
+                ", CPU time: " + fmt(t["value_cpu"].get<double>(), 3) + ")\n";
+  }
   return out;
 }
 

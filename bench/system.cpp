@@ -163,6 +163,7 @@ std::vector<std::string> write_plot(const std::string& png, const Json& scenario
          << "set terminal " << terminal << " size " << (panels == 2 ? 1400 : 760) << ",560"
          << (terminal == "pngcairo" ? " font 'sans,10'" : "") << "\n"
          << "set output " << quoted(png) << "\n"
+         << "set termoption noenhanced\n"  // underscores as they are
          << "set grid\nset key top left\n";
   if (panels == 2) script << "set multiplot layout 1,2\n";
 
@@ -186,10 +187,16 @@ std::vector<std::string> write_plot(const std::string& png, const Json& scenario
       }
       out << "\n\n";
     }
-    // The cache's own size (representations + gradients), for reference.
-    out << "# cache bytes: pairs MiB\n";
+    // For reference: the cache's own size (representations + gradients) and the peak of the
+    // loss step alone (the N x M score matrix), once per batch.
+    out << "# pairs cache_MiB loss_step_MiB\n";
+    std::vector<int64_t> seen;
     for (const auto& p : m["points"]) {
-      if (p["mode"] == modes.front()) out << p["batch"].get<int64_t>() << " " << to_mib(p["cache_bytes"].get<int64_t>()) << "\n";
+      const auto n = p["batch"].get<int64_t>();
+      if (std::find(seen.begin(), seen.end(), n) != seen.end()) continue;
+      seen.push_back(n);
+      out << n << " " << to_mib(p["cache_bytes"].get<int64_t>()) << " "
+          << to_mib(p["loss_step_peak_bytes"].get<int64_t>()) << "\n";
     }
     out << "\n\n";
     files.push_back(dat);
@@ -202,7 +209,8 @@ std::vector<std::string> write_plot(const std::string& png, const Json& scenario
              << ", ";
     }
     script << quoted(dat) << " index " << modes.size()
-           << " using 1:2 with lines dt 2 lc rgb 'gray40' title 'cache itself: 2(N+M)d floats'\n"
+           << " using 1:2 with lines dt 2 lc rgb 'gray40' title 'cache itself: 2(N+M)d floats', " << quoted(dat)
+           << " index " << modes.size() << " using 1:3 with lines dt 3 lw 2 lc rgb 'gray20' title 'loss step alone (N x M)'\n"
            << "unset logscale\nunset title\n";
   }
 
@@ -215,11 +223,11 @@ std::vector<std::string> write_plot(const std::string& png, const Json& scenario
       const Json& r = scenarios["retain"];
       title = "Time vs memory (" + std::to_string(r["batch"].get<int64_t>()) + " pairs, chunks of " +
               std::to_string(r["chunk"].get<int64_t>()) + ")";
-      out << "# retain_chunks curve: peak_MiB over_accumulate label\n";
+      out << "# retain_chunks curve: peak_MiB over_accumulate(medians) label over_accumulate(best of reps)\n";
       for (const auto& row : r["rows"]) {
         if (!row.contains("retain_chunks") || row.contains("memory_budget_bytes")) continue;
         out << to_mib(row["peak_bytes"].get<int64_t>()) << " " << row["over_accumulate"].get<double>() << " \"r="
-            << row["retain_chunks"].get<int64_t>() << "\"\n";
+            << row["retain_chunks"].get<int64_t>() << "\" " << row["over_accumulate_min"].get<double>() << "\n";
       }
       out << "\n\n# other steps\n";
       for (const auto& row : r["rows"]) {
@@ -246,7 +254,8 @@ std::vector<std::string> write_plot(const std::string& png, const Json& scenario
            << "set xlabel " << quoted(retain ? "peak tensor memory of the step (MiB)" : "step") << "\n"
            << "set ylabel 'step time / accumulate'\nset offsets graph 0.08, graph 0.15, graph 0.1, graph 0.1\n"
            << "set key top right\n"
-           << "plot " << quoted(dat) << " index 0 using 1:2 with linespoints lw 2 pt 7 title 'cache, retain_chunks r', "
+           << "plot " << quoted(dat) << " index 0 using 1:2 with linespoints lw 2 pt 7 title 'cache, retain_chunks r (medians)', "
+           << (retain ? quoted(dat) + " index 0 using 1:4 with linespoints lw 1 dt 2 pt 6 lc rgb 'gray50' title 'the same, best of the repetitions', " : std::string())
            << quoted(dat) << " index 0 using 1:2:3 with labels offset char 1.2,-0.8 notitle, " << quoted(dat)
            << " index 1 using 1:2 with points pt 5 ps 1.5 title 'other steps', " << quoted(dat)
            << " index 1 using 1:2:3 with labels offset char 0,1.2 notitle\n";

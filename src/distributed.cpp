@@ -103,14 +103,21 @@ ProcessGroup ProcessGroup::create(int rank, int world_size, const std::string& h
   std::string backend = options.backend();
   if (backend.empty()) backend = options.device().is_cuda() ? "nccl" : "gloo";
   try {
+    // Under torchrun the agent already serves the store at MASTER_PORT: every rank is a
+    // client, under the agent's per-attempt prefix (as torch.distributed's env:// does).
+    const char* agent_store = std::getenv("TORCHELASTIC_USE_AGENT_STORE");
+    const bool use_agent_store = agent_store && std::string(agent_store) == "True";
     c10d::TCPStoreOptions store_options;
     store_options.port = static_cast<std::uint16_t>(port);
-    store_options.isServer = rank == 0;
+    store_options.isServer = rank == 0 && !use_agent_store;
     store_options.numWorkers = static_cast<size_t>(world_size);
-    store_options.waitWorkers = true;
+    store_options.waitWorkers = !use_agent_store;
     store_options.timeout = options.timeout();
     impl->store = c10::make_intrusive<c10d::TCPStore>(host, store_options);
-    auto store = c10::make_intrusive<c10d::PrefixStore>("gradcache", impl->store);
+    const std::string prefix =
+        use_agent_store ? "/worker/attempt_" + std::to_string(env_int("TORCHELASTIC_RESTART_COUNT", 0)) + "/gradcache"
+                        : "gradcache";
+    auto store = c10::make_intrusive<c10d::PrefixStore>(prefix, impl->store);
     if (backend == "gloo") {
       auto gloo_options = c10d::ProcessGroupGloo::Options::create(options.timeout());
       gloo_options->devices.push_back(gloo_device(host));

@@ -17,7 +17,8 @@
 
 namespace gradcache {
 
-/// Thrown by GradCache::cache_step when the loss is NaN or infinite. Nothing was
+/// Thrown by GradCache::cache_step when the loss is NaN or infinite (and by the streaming
+/// loss and the dual cache for a non-finite score, naming its tile). Nothing was
 /// backpropagated: parameter gradients are as they were before the step.
 class NonFiniteLossError : public std::runtime_error {
  public:

@@ -10,7 +10,9 @@
 #include <gradcache/model.h>
 #include <gradcache/model_input.h>
 #include <gradcache/rng_state.h>
+#include <gradcache/similarity.h>
 #include <gradcache/split.h>
+#include <gradcache/streaming_loss.h>
 #include <gradcache/version.h>
 
 #ifdef GRADCACHE_WITH_DISTRIBUTED

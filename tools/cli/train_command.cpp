@@ -73,6 +73,7 @@ std::function<int()> add_train_command(CLI::App& app, int argc, char** argv) {
   auto& c = *config;
   struct RunFlags {  // flags that are not settings; they outlive this function with the action
     bool resume = false, overwrite = false;
+    double dist_timeout = 300;  // seconds
     std::string config_file;  // read above, before the flags
   };
   auto flags = std::make_shared<RunFlags>();
@@ -182,6 +183,11 @@ std::function<int()> add_train_command(CLI::App& app, int argc, char** argv) {
   output->add_option("--eval-batch-size", c.eval_batch_size, "Encoding batch of the evaluation")->capture_default_str();
   output->add_flag("--resume", flags->resume, "Continue the run in --output from its checkpoint");
   output->add_flag("--overwrite", flags->overwrite, "Start afresh even if --output holds a run");
+  auto* dist = group("Several processes (torchrun --nproc_per_node=N --no-python gradcache train ...)");
+  dist->add_option("--dist-timeout", flags->dist_timeout,
+                   "Seconds a process waits for the others before it gives up with an error")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
 
   return [cmd, config, from_file, flags]() {
     TrainConfig c = *config;
@@ -195,8 +201,15 @@ std::function<int()> add_train_command(CLI::App& app, int argc, char** argv) {
     options.overwrite = flags->overwrite;
     options.stop = &stop_signal;
     options.terminal = isatty(STDERR_FILENO);
+    if (distributed::ProcessGroup::in_environment()) {  // started by torchrun
+      options.group = std::make_shared<distributed::ProcessGroup>(distributed::ProcessGroup::from_environment(
+          distributed::ProcessGroupOptions()
+              .timeout(std::chrono::milliseconds(static_cast<int64_t>(flags->dist_timeout * 1000)))
+              .device(c10::Device(c.device))));
+    }
     auto result = retriever::train(c, options);
     if (result.interrupted) return 128 + (result.stop_signal ? result.stop_signal : 2);
+    if (options.group && options.group->rank() != 0) return 0;  // rank 0 reports
     if (result.trained) {
       std::vector<std::pair<std::string, retriever::RetrievalMetrics>> rows;
       if (result.untrained) rows.emplace_back("untrained", *result.untrained);

@@ -55,8 +55,17 @@ std::vector<c10::Device> generator_devices(const c10::Device& device) {
 
 }  // namespace
 
+GeneratorStates capture_generators(const c10::Device& device) {
+  GeneratorStates states;
+  states.cpu = at::globalContext().defaultGenerator(c10::kCPU).get_state().unsqueeze(0);
+  for (const auto& d : generator_devices(device)) {
+    states.device = at::globalContext().defaultGenerator(d).get_state().unsqueeze(0);
+  }
+  return states;
+}
+
 void save_checkpoint(const std::string& path, const CheckpointInfo& info, const BiEncoder& model,
-                     torch::optim::Optimizer& optimizer, const c10::Device& device) {
+                     torch::optim::Optimizer& optimizer, const GeneratorStates& generators) {
   torch::serialize::OutputArchive archive;
   archive.write("format", c10::IValue(std::string(kFormat)));
   archive.write("version", c10::IValue(kVersion));
@@ -80,10 +89,8 @@ void save_checkpoint(const std::string& path, const CheckpointInfo& info, const 
   torch::serialize::OutputArchive optimizer_archive;
   optimizer.save(optimizer_archive);
   archive.write("optimizer", optimizer_archive);
-  archive.write("rng_cpu", at::globalContext().defaultGenerator(c10::kCPU).get_state());
-  for (const auto& d : generator_devices(device)) {
-    archive.write("rng_device", at::globalContext().defaultGenerator(d).get_state());
-  }
+  archive.write("rng_cpu", generators.cpu.to(torch::kCPU));
+  if (generators.device.defined()) archive.write("rng_device", generators.device.to(torch::kCPU));
 
   const std::string tmp = path + ".tmp";
   archive.save_to(tmp);
@@ -107,6 +114,7 @@ CheckpointInfo read_checkpoint_info(const std::string& path) {
   TORCH_CHECK(archive.try_read("torchscript", scripts) && scripts.isTensorList(), "checkpoint ", path,
               " lacks 'torchscript'");
   for (const auto& t : scripts.toTensorList()) info.torchscript.push_back(to_bytes(t));
+  info.world_size = read_tensor(archive, "rng_cpu", path).size(0);
   return info;
 }
 
@@ -150,7 +158,8 @@ BiEncoder load_model(const std::string& path, const CheckpointInfo& info) {
   return model;
 }
 
-void load_training_state(const std::string& path, torch::optim::Optimizer& optimizer, const c10::Device& device) {
+void load_training_state(const std::string& path, torch::optim::Optimizer& optimizer, const c10::Device& device,
+                         int rank) {
   auto archive = open_archive(path);
   torch::serialize::InputArchive optimizer_archive;
   TORCH_CHECK(archive.try_read("optimizer", optimizer_archive), "checkpoint ", path, " lacks the optimizer state");
@@ -159,11 +168,14 @@ void load_training_state(const std::string& path, torch::optim::Optimizer& optim
   } catch (const std::exception& e) {
     TORCH_CHECK(false, "checkpoint ", path, ": cannot restore the optimizer state (", e.what(), ")");
   }
+  const auto cpu_states = read_tensor(archive, "rng_cpu", path);
+  TORCH_CHECK(rank < cpu_states.size(0), "checkpoint ", path, " was saved by ", cpu_states.size(0),
+              " process(es); resume it with as many");
   at::Generator cpu = at::globalContext().defaultGenerator(c10::kCPU);
-  cpu.set_state(read_tensor(archive, "rng_cpu", path));
+  cpu.set_state(cpu_states[rank].contiguous());
   for (const auto& d : generator_devices(device)) {
     at::Generator g = at::globalContext().defaultGenerator(d);
-    g.set_state(read_tensor(archive, "rng_device", path));
+    g.set_state(read_tensor(archive, "rng_device", path)[rank].contiguous());
   }
 }
 

@@ -22,6 +22,15 @@ struct TrainProgress {
   int64_t batch_in_epoch = 0;  ///< index of the next batch within its epoch
 };
 
+/// Random generator states of every process of a run, one row per rank: the CPU generator's
+/// and, when training on an accelerator, its generator's.
+struct GeneratorStates {
+  at::Tensor cpu, device;  ///< [ranks, state bytes]; `device` undefined on CPU
+};
+
+/// This process's generator states (one row).
+GeneratorStates capture_generators(const c10::Device& device);
+
 /// What a checkpoint says besides the weights.
 struct CheckpointInfo {
   TrainConfig config;
@@ -29,12 +38,13 @@ struct CheckpointInfo {
   std::vector<std::string> torchscript;       ///< serialized TorchScript encoders (empty: built-in)
   TrainProgress progress;
   nlohmann::json baseline = nullptr;          ///< metrics of the untrained model, if measured
+  int64_t world_size = 1;                     ///< processes of the run that saved it
 };
 
 /// Writes a checkpoint atomically (temporary file + rename): the model's parameters and
-/// buffers, the optimizer state, the generator state of `device` and of the CPU, and `info`.
+/// buffers, the optimizer state, every rank's generator states, and `info`.
 void save_checkpoint(const std::string& path, const CheckpointInfo& info, const BiEncoder& model,
-                     torch::optim::Optimizer& optimizer, const c10::Device& device);
+                     torch::optim::Optimizer& optimizer, const GeneratorStates& generators);
 
 /// Reads a checkpoint's info. Throws std::runtime_error saying what is wrong when the file is
 /// missing, corrupt or not a gradcache checkpoint.
@@ -47,8 +57,9 @@ BiEncoder build_model(const TrainConfig& config, const std::vector<std::string>&
 /// The model a checkpoint was saved from, with its weights.
 BiEncoder load_model(const std::string& path, const CheckpointInfo& info);
 
-/// Restores the optimizer state and the generators (for --resume).
-void load_training_state(const std::string& path, torch::optim::Optimizer& optimizer, const c10::Device& device);
+/// Restores the optimizer state and the generators of `rank` (for --resume).
+void load_training_state(const std::string& path, torch::optim::Optimizer& optimizer, const c10::Device& device,
+                         int rank = 0);
 
 }  // namespace retriever
 }  // namespace gradcache

@@ -130,6 +130,15 @@ nlohmann::json resume_invariant(const TrainConfig& c) {
   return j;
 }
 
+nlohmann::json distributed_invariant(const TrainConfig& c) {
+  nlohmann::json j = c;
+  for (const char* local : {"chunk_size", "passage_chunk_size", "chunk_size_auto", "memory_budget", "chunk_tokens",
+                            "retain_chunks", "retain_memory", "threads", "blas_threads", "eval_batch_size"}) {
+    j.erase(local);
+  }
+  return j;
+}
+
 TrainConfig resumed_config(const TrainConfig& saved, const TrainConfig& requested) {
   nlohmann::json j = saved;
   const nlohmann::json r = requested;

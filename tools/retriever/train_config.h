@@ -83,6 +83,9 @@ int64_t parse_bytes(const std::string& text, const std::string& flag);
 /// Settings that change what a resumed run computes (all but output, logging and length).
 nlohmann::json resume_invariant(const TrainConfig& c);
 
+/// Settings every process of a data-parallel run must share (chunking and threads aside).
+nlohmann::json distributed_invariant(const TrainConfig& c);
+
 /// The settings of a resumed run: the checkpoint's, with those it may change from `requested`.
 TrainConfig resumed_config(const TrainConfig& saved, const TrainConfig& requested);
 

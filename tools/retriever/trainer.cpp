@@ -17,6 +17,7 @@
 #include <fstream>
 #include <numeric>
 #include <random>
+#include <sstream>
 #include <unordered_map>
 
 namespace gradcache {
@@ -100,11 +101,16 @@ class Run {
   double step_full(const TokenBatch& queries, const TokenBatch& passages);
   double step_accumulate(const TokenBatch& queries, const TokenBatch& passages);
   void save();
+  bool stop_requested() const;
   void log(const std::string& text) { progress_->message(text); }
   std::optional<RetrievalMetrics> evaluate_now(const char* what);
+  bool writer() const { return rank_ == 0; }  // the one process that writes, logs and evaluates
 
   TrainConfig config_;
   TrainOptions options_;
+  const distributed::ProcessGroup* group_ = nullptr;  // null: one process
+  int rank_ = 0, world_ = 1;
+  std::ostringstream silent_;  // where other ranks' progress goes
   std::unique_ptr<ProgressReporter> progress_;
   std::string checkpoint_path_, metrics_path_;
   c10::Device device_{c10::kCPU};
@@ -120,6 +126,7 @@ class Run {
   std::optional<BiEncoder> model_;
   std::unique_ptr<torch::optim::AdamW> optimizer_;
   std::unique_ptr<gradcache::GradCache> cache_;
+  std::unique_ptr<distributed::GradientSynchronizer> sync_;  // full and accumulate modes
   gradcache::Loss loss_;
   TrainProgress progress_state_;
   nlohmann::json baseline_ = nullptr;
@@ -135,15 +142,19 @@ void Run::prepare_output() {
       throw std::invalid_argument("--resume: " + config_.output + " holds no checkpoint.pt to resume from");
     }
     resumed_ = read_checkpoint_info(checkpoint_path_);
+    if (resumed_->world_size != world_) {
+      throw std::invalid_argument(checkpoint_path_ + " was saved by " + std::to_string(resumed_->world_size) +
+                                  " process(es); resume it with as many (now " + std::to_string(world_) + ")");
+    }
     check_resume_compatible(resumed_->config, config_, checkpoint_path_);
     config_ = resumed_config(resumed_->config, config_);  // e.g. chunk sizes measured by the first run
     progress_state_ = resumed_->progress;
     baseline_ = resumed_->baseline;
-    truncate_metrics(metrics_path_, progress_state_.step);
+    if (writer()) truncate_metrics(metrics_path_, progress_state_.step);
   } else if (fs::exists(checkpoint_path_) && !options_.overwrite) {
     throw std::invalid_argument(config_.output + " already holds a training run (checkpoint.pt). Pass --resume to "
                                 "continue it, --overwrite to start again, or choose another --output.");
-  } else {
+  } else if (writer()) {
     fs::create_directories(config_.output);
     std::ofstream(metrics_path_, std::ios::trunc);
   }
@@ -157,6 +168,9 @@ void Run::prepare_data() {
     tokenizer_ = Tokenizer::from_serialized(resumed_->tokenizer);
   } else if (!config_.tokenizer.empty()) {
     tokenizer_ = Tokenizer::load(config_.tokenizer);
+  } else if (!writer()) {  // rank 0 trains it (deterministic, but once is enough)
+    group_->barrier();
+    tokenizer_ = Tokenizer::load((fs::path(config_.output) / "tokenizer.model").string());
   } else {
     std::vector<std::string> texts;
     for (const auto& ex : task_.train) {
@@ -171,10 +185,11 @@ void Run::prepare_data() {
     log("trained a " + std::to_string(tokenizer_->vocab_size()) + "-piece tokenizer in " +
         std::to_string(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count()).substr(0, 4) +
         " s");
+    if (group_) group_->barrier();
   }
   tokenizer_bytes_ = tokenizer_->serialized();
   if (config_.model.empty()) config_.vocab_size = tokenizer_->vocab_size();
-  if (!resumed_) {
+  if (!resumed_ && writer()) {
     write_file_atomic((fs::path(config_.output) / "tokenizer.model").string(), tokenizer_bytes_);
   }
 
@@ -221,9 +236,11 @@ void Run::prepare_model() {
   }
   model_->to(device_);
   model_->train(true);
+  // Every rank starts from the same weights (same seed); dropout then draws per rank.
+  if (world_ > 1 && !resumed_) torch::manual_seed(mix(config_.seed ^ mix(static_cast<uint64_t>(rank_))));
   optimizer_ = std::make_unique<torch::optim::AdamW>(
       model_->parameters(), torch::optim::AdamWOptions(config_.lr).weight_decay(config_.weight_decay));
-  if (resumed_) load_training_state(checkpoint_path_, *optimizer_, device_);
+  if (resumed_) load_training_state(checkpoint_path_, *optimizer_, device_, rank_);
 
   auto options = gradcache::ContrastiveLossOptions().temperature(config_.temperature);
   if (config_.loss == "symmetric") {
@@ -259,15 +276,23 @@ void Run::choose_chunk_sizes() {
 }
 
 void Run::build_cache() {
+  if (group_ && config_.mode != "cache") {
+    sync_ = std::make_unique<distributed::GradientSynchronizer>(*group_);
+    if (config_.mode == "full") loss_ = distributed::gather_input_tensor(*group_, loss_);  // the global batch
+  }
   if (config_.mode != "cache") return;
   const int64_t passage_chunk = config_.passage_chunk_size > 0 ? config_.passage_chunk_size : config_.chunk_size;
   auto options = gradcache::GradCacheOptions()
                      .split_input_fn(config_.chunk_tokens > 0 ? split_by_tokens(config_.chunk_tokens) : split_and_trim)
                      .retain_chunks(config_.retain_chunks)
                      .memory_budget(config_.retain_memory);
-  cache_ = std::make_unique<gradcache::GradCache>(
-      std::vector<gradcache::Model>{model_->query_model(), model_->passage_model()},
-      std::vector<int64_t>{config_.chunk_size, passage_chunk}, loss_, options);
+  std::vector<gradcache::Model> models{model_->query_model(), model_->passage_model()};
+  std::vector<int64_t> chunk_sizes{config_.chunk_size, passage_chunk};
+  if (group_) {
+    cache_ = std::make_unique<distributed::DistributedGradCache>(*group_, models, chunk_sizes, loss_, options);
+  } else {
+    cache_ = std::make_unique<gradcache::GradCache>(models, chunk_sizes, loss_, options);
+  }
 }
 
 // The examples of the next batch; ordered by query length (less padding per chunk) unless
@@ -277,7 +302,9 @@ std::vector<int64_t> Run::batch_examples(const std::vector<int64_t>& order) cons
   std::vector<int64_t> examples(order.begin() + begin,
                                 order.begin() + std::min(order.size(), begin + static_cast<size_t>(config_.batch_size)));
   if (config_.sort_by_length && config_.mode != "accumulate") examples = sorted_by_length(query_tokens_, examples);
-  return examples;
+  if (world_ == 1) return examples;
+  const size_t n = examples.size();  // this rank's share of the global batch
+  return std::vector<int64_t>(examples.begin() + n * rank_ / world_, examples.begin() + n * (rank_ + 1) / world_);
 }
 
 TokenBatch Run::queries_of(const std::vector<int64_t>& examples) const {
@@ -331,7 +358,7 @@ double Run::step_accumulate(const TokenBatch& queries, const TokenBatch& passage
     for (const auto& [name, t] : passages) p_sub[name] = t.slice(0, start * group, (start + rows) * group);
     auto q = model_->query_model()(gradcache::ModelInput(trim_padding(q_sub))).toTensor();
     auto p = model_->passage_model()(gradcache::ModelInput(trim_padding(p_sub))).toTensor();
-    auto loss = loss_({q, p}) * (static_cast<double>(rows) / n);
+    auto loss = loss_({q, p}) * (static_cast<double>(rows) / (n * world_));  // a mean over the global batch
     const double value = loss.item<double>();
     if (!std::isfinite(value)) return value;
     loss.backward();
@@ -352,10 +379,12 @@ double Run::train_step(const TokenBatch& queries, const TokenBatch& passages, in
     } catch (const gradcache::NonFiniteLossError& e) {
       loss = e.loss();
     }
-  } else if (config_.mode == "full") {
-    loss = step_full(queries, passages);
   } else {
-    loss = step_accumulate(queries, passages);
+    loss = config_.mode == "full" ? step_full(queries, passages) : step_accumulate(queries, passages);
+    if (sync_) {  // sum the ranks' gradients (cache mode does it inside the step)
+      sync_->start(model_->parameters());
+      sync_->finish();
+    }
   }
   if (!std::isfinite(loss)) {
     log("step " + std::to_string(step + 1) + ": the loss is " + std::to_string(loss) + "; the update is skipped");
@@ -373,12 +402,28 @@ void Run::save() {
   info.tokenizer = tokenizer_bytes_;
   info.progress = progress_state_;
   info.baseline = baseline_;
-  save_checkpoint(checkpoint_path_, info, *model_, *optimizer_, device_);
+  auto generators = capture_generators(device_);
+  if (group_) {  // every rank's generators, so that each resumes its own dropout stream
+    generators.cpu = group_->all_gather_rows(generators.cpu);
+    if (generators.device.defined()) generators.device = group_->all_gather_rows(generators.device);
+  }
+  if (writer()) save_checkpoint(checkpoint_path_, info, *model_, *optimizer_, generators);
   result_.checkpoint = checkpoint_path_;
 }
 
+// A signal may reach the ranks between different steps: they stop together, at the first
+// step boundary where any of them saw it.
+bool Run::stop_requested() const {
+  int stop = options_.stop ? options_.stop->load() : 0;
+  if (options_.stop_after_steps > 0 && progress_state_.step >= options_.stop_after_steps) stop = stop ? stop : -1;
+  if (!group_) return stop != 0;
+  std::vector<at::Tensor> flag{torch::tensor({stop != 0 ? int64_t{1} : int64_t{0}})};
+  group_->all_reduce_sum(flag);
+  return flag[0].item<int64_t>() > 0;
+}
+
 std::optional<RetrievalMetrics> Run::evaluate_now(const char* what) {
-  if (!eval_set_) return std::nullopt;
+  if (!eval_set_ || !writer()) return std::nullopt;
   const auto start = std::chrono::steady_clock::now();
   EvalOptions options;
   options.batch_size = config_.eval_batch_size;
@@ -394,20 +439,29 @@ std::optional<RetrievalMetrics> Run::evaluate_now(const char* what) {
 
 TrainResult Run::execute() {
   validate(config_);
+  if (options_.group && options_.group->world_size() > 1) {
+    group_ = options_.group.get();
+    rank_ = group_->rank();
+    world_ = group_->world_size();
+  }
   device_ = c10::Device(config_.device);
   configure_threads(static_cast<int>(config_.threads), static_cast<int>(config_.blas_threads));
   if ((config_.memory_budget > 0 || config_.retain_memory > 0) && device_.is_cpu()) {
     gradcache::CpuMemoryTracker::install();  // the budgets are measured, not guessed
   }
-  progress_ = std::make_unique<ProgressReporter>(*options_.log, options_.terminal, config_.log_every);
+  progress_ = std::make_unique<ProgressReporter>(writer() ? *options_.log : silent_, options_.terminal && writer(),
+                                                 config_.log_every);
   const auto start = std::chrono::steady_clock::now();
 
   prepare_output();
+  if (group_) group_->check_same("settings", distributed_invariant(config_).dump());
   prepare_data();
   prepare_model();
   choose_chunk_sizes();
   build_cache();
-  write_file_atomic((fs::path(config_.output) / "config.json").string(), nlohmann::json(config_).dump(2) + "\n");
+  if (writer()) {
+    write_file_atomic((fs::path(config_.output) / "config.json").string(), nlohmann::json(config_).dump(2) + "\n");
+  }
 
   const auto n = static_cast<int64_t>(task_.train.size());
   const int64_t steps_per_epoch = config_.keep_last ? (n + config_.batch_size - 1) / config_.batch_size
@@ -421,7 +475,7 @@ TrainResult Run::execute() {
       std::to_string(config_.batch_size) + " pairs, mode " + config_.mode + ", chunks of " +
       std::to_string(config_.chunk_size) +
       (config_.chunk_tokens > 0 ? " rows or " + std::to_string(config_.chunk_tokens) + " tokens" : "") + "; threads: " +
-      describe_threads());
+      describe_threads() + (world_ > 1 ? "; " + std::to_string(world_) + " processes" : ""));
 
   if (!resumed_) {
     if (auto m = evaluate_now("untrained")) baseline_ = to_json(*m);
@@ -429,16 +483,16 @@ TrainResult Run::execute() {
     log("resuming at step " + std::to_string(progress_state_.step));
   }
 
-  std::ofstream metrics(metrics_path_, std::ios::app);
+  std::ofstream metrics;
+  if (writer()) metrics.open(metrics_path_, std::ios::app);
   std::vector<int64_t> order;
   int64_t order_epoch = -1;
   const int64_t first_step = progress_state_.step;
   const auto loop_start = std::chrono::steady_clock::now();
   while (progress_state_.step < result_.total_steps) {
-    const int stop = options_.stop ? options_.stop->load() : 0;
-    if (stop != 0 || (options_.stop_after_steps > 0 && progress_state_.step >= options_.stop_after_steps)) {
+    if (stop_requested()) {
       result_.interrupted = true;
-      result_.stop_signal = stop;
+      result_.stop_signal = options_.stop ? options_.stop->load() : 0;
       break;
     }
     if (order_epoch != progress_state_.epoch) {
@@ -471,7 +525,7 @@ TrainResult Run::execute() {
     progress_->update(record);
     record.step += first_step;
     record.total_steps += first_step;
-    if (progress_state_.step % config_.log_every == 0 || progress_state_.step == result_.total_steps) {
+    if (writer() && (progress_state_.step % config_.log_every == 0 || progress_state_.step == result_.total_steps)) {
       metrics << nlohmann::json{{"step", record.step},       {"epoch", record.epoch},
                                 {"loss", record.loss},       {"lr", record.lr},
                                 {"pairs_per_s", record.pairs_per_s}, {"peak_rss_mb", record.peak_rss_mb},
@@ -503,7 +557,7 @@ TrainResult Run::execute() {
                          {"chunk_size", config_.chunk_size},   {"eval", result_.eval_name},
                          {"untrained", baseline_},
                          {"trained", result_.trained ? to_json(*result_.trained) : nlohmann::json(nullptr)}};
-  write_file_atomic((fs::path(config_.output) / "summary.json").string(), summary.dump(2) + "\n");
+  if (writer()) write_file_atomic((fs::path(config_.output) / "summary.json").string(), summary.dump(2) + "\n");
   return result_;
 }
 

@@ -5,6 +5,8 @@
 #include "retriever/metrics.h"
 #include "retriever/train_config.h"
 
+#include <gradcache/distributed.h>
+
 #include <atomic>
 #include <iostream>
 #include <optional>
@@ -23,6 +25,9 @@ struct TrainOptions {
   int64_t stop_after_steps = 0;
   std::ostream* log = &std::cerr;  ///< progress and messages
   bool terminal = false;           ///< draw a live progress bar on `log`
+  /// Data-parallel training: each process of the group takes its share of every batch; the
+  /// loss and the gradients are global. Only rank 0 writes files, logs and evaluates.
+  std::shared_ptr<distributed::ProcessGroup> group;
 };
 
 struct TrainResult {

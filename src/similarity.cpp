@@ -1,0 +1,276 @@
+#include <gradcache/similarity.h>
+
+#include "detail/state_guard.h"
+#include "detail/targets.h"
+
+#include <gradcache/rng_state.h>
+
+#include <ATen/ATen.h>
+#include <c10/core/GradMode.h>
+#include <torch/csrc/autograd/autograd.h>
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <sstream>
+#include <string>
+
+namespace gradcache {
+namespace {
+
+constexpr const char* kWho = "dual_cache_backward";
+
+std::vector<c10::Device> merge(std::vector<c10::Device> a, const std::vector<c10::Device>& b) {
+  for (const auto& d : b) {
+    if (std::find(a.begin(), a.end(), d) == a.end()) a.push_back(d);
+  }
+  return a;
+}
+
+// Phi on one tile, divided by the temperature, with its shape checked.
+at::Tensor score_tile(const PairScorer& scorer, const at::Tensor& qi, const at::Tensor& pj, double temperature) {
+  at::Tensor s = scorer(qi, pj);
+  TORCH_CHECK(s.defined() && s.is_floating_point() && s.dim() == 2 && s.size(0) == qi.size(0) &&
+                  s.size(1) == pj.size(0),
+              kWho, ": the pair scorer must return floating-point scores [a, b] for q ", qi.sizes(), " and p ",
+              pj.sizes(), ", got ", s.defined() ? s.toString() + " of shape " + c10::str(s.sizes()) : "undefined");
+  return temperature == 1.0 ? s : s / temperature;
+}
+
+// logsumexp of `s` along `dim`, without touching `s`.
+at::Tensor logsumexp_along(const at::Tensor& s, int64_t dim) {
+  const auto max = at::amax(s, {dim}, /*keepdim=*/true);
+  return (s - max).exp_().sum(dim).log_().add_(max.squeeze(dim));
+}
+
+// For the rows of a tile whose target column falls in [j0, j0 + nj): the column inside the
+// tile (clamped elsewhere) and a 0/1 mask. Index arithmetic on [ni], no [N, M] mask and no
+// host synchronisation.
+std::pair<at::Tensor, at::Tensor> targets_in_tile(const at::Tensor& t_i, int64_t j0, int64_t nj) {
+  const auto inside = (t_i >= j0).logical_and_(t_i < j0 + nj);
+  return {(t_i - j0).clamp_(0, nj - 1).unsqueeze(1), inside};
+}
+
+struct TileRef {
+  int64_t i0, ni, j0, nj;
+};
+
+}  // namespace
+
+// ---- PairScorer -----------------------------------------------------------------------
+
+std::vector<at::Tensor> PairScorer::parameters() const {
+  return module_ ? module_->parameters() : std::vector<at::Tensor>{};
+}
+
+std::vector<at::Tensor> PairScorer::buffers() const { return module_ ? module_->buffers() : std::vector<at::Tensor>{}; }
+
+// ---- PairMlp --------------------------------------------------------------------------
+
+PairMlpImpl::PairMlpImpl(PairMlpOptions options_) : options(std::move(options_)) {
+  TORCH_CHECK(options.dim() > 0 && options.hidden() > 0, "PairMlp: dim and hidden must be positive, got dim ",
+              options.dim(), " and hidden ", options.hidden());
+  TORCH_CHECK(options.dropout() >= 0 && options.dropout() < 1, "PairMlp: dropout must be in [0, 1), got ",
+              options.dropout());
+  fc1 = register_module("fc1", torch::nn::Linear(3 * options.dim(), options.hidden()));
+  dropout = register_module("dropout", torch::nn::Dropout(options.dropout()));
+  fc2 = register_module("fc2", torch::nn::Linear(options.hidden(), 1));
+}
+
+at::Tensor PairMlpImpl::forward(const at::Tensor& q, const at::Tensor& p) {
+  const int64_t d = options.dim();
+  TORCH_CHECK(q.dim() == 2 && p.dim() == 2 && q.size(1) == d && p.size(1) == d, "PairMlp: q and p must be [rows, ",
+              d, "], got q ", q.sizes(), " and p ", p.sizes());
+  const auto& w = fc1->weight;  // [hidden, 3d] = [Wq | Wp | Wx]
+  const auto hq = at::linear(q, w.narrow(1, 0, d), fc1->bias);                   // [a, hidden]
+  const auto hp = at::linear(p, w.narrow(1, d, d));                              // [b, hidden]
+  const auto hx = at::linear(q.unsqueeze(1) * p.unsqueeze(0), w.narrow(1, 2 * d, d));  // [a, b, hidden]
+  // [a, b, hidden] in pair-major order, as fc1 on the concatenation would give: dropout then
+  // draws its mask in the same order as forward_concat on the pairs listed row by row.
+  const auto h = dropout(at::relu(hx + hq.unsqueeze(1) + hp.unsqueeze(0)));
+  return fc2(h).squeeze(-1);
+}
+
+at::Tensor PairMlpImpl::forward_concat(const at::Tensor& q, const at::Tensor& p) {
+  TORCH_CHECK(q.sizes() == p.sizes() && q.dim() == 2 && q.size(1) == options.dim(),
+              "PairMlp::forward_concat: q and p must both be [k, ", options.dim(), "], got q ", q.sizes(), " and p ",
+              p.sizes());
+  return fc2(dropout(at::relu(fc1(at::cat({q, p, q * p}, 1))))).squeeze(-1);
+}
+
+// ---- dual_cache_backward --------------------------------------------------------------
+
+DualCacheResult dual_cache_backward(const at::Tensor& q_in, const at::Tensor& p_in, const PairScorer& scorer,
+                                    const DualCacheOptions& options, const at::Tensor& target) {
+  TORCH_CHECK(scorer.defined(), kWho, ": the pair scorer is empty");
+  TORCH_CHECK(q_in.defined() && p_in.defined() && q_in.dim() == 2 && p_in.dim() == 2, kWho,
+              ": representations must be 2-d [rows, dim], got q ", q_in.defined() ? c10::str(q_in.sizes()) : "undefined",
+              " and p ", p_in.defined() ? c10::str(p_in.sizes()) : "undefined");
+  TORCH_CHECK(q_in.size(0) > 0 && p_in.size(0) > 0, kWho, ": empty batch (q ", q_in.sizes(), ", p ", p_in.sizes(),
+              ")");
+  TORCH_CHECK(q_in.is_floating_point() && p_in.is_floating_point(), kWho,
+              ": representations must be floating point, got ", q_in.scalar_type(), " and ", p_in.scalar_type());
+  TORCH_CHECK(options.tile_size() > 0, kWho, ": tile_size must be positive, got ", options.tile_size());
+  const double tau = options.temperature();
+  TORCH_CHECK(tau > 0 && std::isfinite(tau), kWho, ": temperature must be positive and finite, got ", tau);
+
+  const auto q = q_in.detach(), p = p_in.detach();
+  const int64_t n = q.size(0), m = p.size(0), tile = options.tile_size();
+  const auto t = detail::positive_columns(target, n, m, q.device(), kWho);
+  const bool symmetric = options.symmetric();
+  // L = s1 sum_i (rowlse_i - S_i,t(i)) + s2 sum_a (collse_t(a) - S_a,t(a)).
+  const double per_row = options.reduction() == Reduction::Mean ? 1.0 / static_cast<double>(n) : 1.0;
+  const double s1 = symmetric ? per_row / 2 : per_row, s2 = symmetric ? per_row / 2 : 0.0;
+
+  auto params = scorer.parameters();
+  std::vector<at::Tensor> with_q_p{q, p};
+  const auto devices = merge(devices_of(with_q_p), devices_of(params));
+  // Phi's buffers (BatchNorm statistics) are restored if pass (a) fails, and updated by pass
+  // (a) only, not again by the recomputation.
+  detail::BufferGuard buffers_if_failed(scorer.buffers());
+  const auto rng_before = RngState::capture(devices);
+
+  // (a) All scores, no graph: running logsumexp per row (and column), positives picked out.
+  at::Tensor row_lse, col_lse, positive;
+  {
+    c10::NoGradGuard no_grad;
+    std::vector<at::Tensor> finite;
+    std::vector<TileRef> tiles;
+    for (int64_t i0 = 0; i0 < n; i0 += tile) {
+      const int64_t ni = std::min(tile, n - i0);
+      const auto qi = q.narrow(0, i0, ni);
+      const auto t_i = t.narrow(0, i0, ni);
+      at::Tensor row, pos;
+      for (int64_t j0 = 0; j0 < m; j0 += tile) {
+        const int64_t nj = std::min(tile, m - j0);
+        const auto s = score_tile(scorer, qi, p.narrow(0, j0, nj), tau);
+        if (!row_lse.defined()) {  // the scores' type (float for a float Phi on double reps)
+          row_lse = at::empty({n}, s.options());
+          positive = at::empty({n}, s.options());
+          if (symmetric) col_lse = at::full({m}, -std::numeric_limits<double>::infinity(), s.options());
+        }
+        if (!row.defined()) {
+          row = at::full({ni}, -std::numeric_limits<double>::infinity(), s.options());
+          pos = at::zeros({ni}, s.options());
+        }
+        const auto r = logsumexp_along(s, 1);
+        row = at::logaddexp(row, r);
+        finite.push_back(at::isfinite(r).all());
+        tiles.push_back({i0, ni, j0, nj});
+        if (symmetric) {
+          const auto c = logsumexp_along(s, 0);
+          auto col = col_lse.narrow(0, j0, nj);
+          col.copy_(at::logaddexp(col, c));
+        }
+        const auto [index, inside] = targets_in_tile(t_i, j0, nj);
+        pos.add_(at::where(inside, s.gather(1, index).squeeze(1), at::zeros({}, s.options())));
+      }
+      row_lse.narrow(0, i0, ni).copy_(row);
+      positive.narrow(0, i0, ni).copy_(pos);
+    }
+    const auto ok = at::stack(finite);
+    if (!ok.all().item<bool>()) {
+      const auto bad = ok.logical_not().nonzero().select(1, 0);
+      const auto& tr = tiles[bad[0].item<int64_t>()];
+      std::ostringstream message;
+      message << kWho << ": a score is NaN or infinite in the tile of query rows [" << tr.i0 << ", " << tr.i0 + tr.ni
+              << ") x passage rows [" << tr.j0 << ", " << tr.j0 + tr.nj << ")"
+              << (bad.numel() > 1 ? " (and " + std::to_string(bad.numel() - 1) + " more tile(s))" : std::string())
+              << "; nothing was backpropagated. Check the representations, the pair scorer and the temperature";
+      throw NonFiniteLossError(message.str(), std::numeric_limits<double>::quiet_NaN());
+    }
+  }
+  const auto count = symmetric ? at::bincount(t, {}, m).to(row_lse.scalar_type()) : at::Tensor();  // c_j
+  auto loss = (row_lse - positive).sum() * s1;
+  if (symmetric) loss = loss + (col_lse.index_select(0, t) - positive).sum() * s2;
+  const double value = loss.item<double>();
+  if (!std::isfinite(value)) {
+    std::ostringstream message;
+    message << kWho << ": the loss is " << value << "; nothing was backpropagated";
+    throw NonFiniteLossError(message.str(), value);
+  }
+  const auto rng_after = RngState::capture(devices);
+  buffers_if_failed.dismiss();
+
+  // (b) + (c): each tile again, with grad, under the same generator sequence as (a); the tile's
+  // w = dL/dS comes from its own scores and the row (column) logsumexps.
+  auto q_grad = at::zeros_like(q), p_grad = at::zeros_like(p);
+  {
+    detail::BufferGuard buffers_updated_once(scorer.buffers());
+    c10::AutoGradMode with_grad(true);
+    rng_before.restore();
+    for (int64_t i0 = 0; i0 < n; i0 += tile) {
+      const int64_t ni = std::min(tile, n - i0);
+      const auto qi = q.narrow(0, i0, ni).detach().requires_grad_(true);  // dL/dq_I accumulates over J
+      const auto t_i = t.narrow(0, i0, ni);
+      const auto lse_i = row_lse.narrow(0, i0, ni).unsqueeze(1);
+      for (int64_t j0 = 0; j0 < m; j0 += tile) {
+        const int64_t nj = std::min(tile, m - j0);
+        const auto pj = p.narrow(0, j0, nj).detach().requires_grad_(true);
+        const auto s = score_tile(scorer, qi, pj, tau);
+        at::Tensor w;
+        {
+          c10::NoGradGuard no_grad;
+          const auto sd = s.detach();
+          w = (sd - lse_i).exp_().mul_(s1);
+          if (symmetric) {
+            w.add_((sd - col_lse.narrow(0, j0, nj).unsqueeze(0)).exp_().mul_(count.narrow(0, j0, nj).unsqueeze(0)),
+                   s2);
+          }
+          const auto [index, inside] = targets_in_tile(t_i, j0, nj);
+          w.scatter_add_(1, index, inside.to(w.scalar_type()).mul_(-(s1 + s2)).unsqueeze(1));
+        }
+        torch::autograd::backward({s}, {w});  // Phi's parameters accumulate; qi, pj get dL/dq, dL/dp
+        if (pj.grad().defined()) p_grad.narrow(0, j0, nj).add_(pj.grad());
+      }
+      if (qi.grad().defined()) q_grad.narrow(0, i0, ni).copy_(qi.grad());
+    }
+    rng_after.restore();
+  }
+  return {loss.detach(), q_grad.to(q_in.scalar_type()), p_grad.to(p_in.scalar_type())};
+}
+
+// ---- DualGradCache --------------------------------------------------------------------
+
+namespace {
+// GradCache needs a loss; DualGradCache replaces the step that would call it.
+Loss unused_loss() {
+  return Loss([](const std::vector<at::Tensor>&, const LossArgs&) -> at::Tensor {
+    TORCH_CHECK(false, "DualGradCache: compute_loss is not used; the loss is computed by dual_cache_backward");
+  });
+}
+}  // namespace
+
+DualGradCache::DualGradCache(std::vector<Model> models, std::vector<int64_t> chunk_sizes, PairScorer scorer,
+                             DualCacheOptions options, GradCacheOptions cache_options)
+    : GradCache(std::move(models), std::move(chunk_sizes), unused_loss(), std::move(cache_options)),
+      scorer_(std::move(scorer)),
+      dual_options_(std::move(options)) {
+  TORCH_CHECK(this->models().size() == 2, "DualGradCache: needs two models (queries, passages), got ",
+              this->models().size());
+  TORCH_CHECK(scorer_.defined(), "DualGradCache: the pair scorer is empty");
+  TORCH_CHECK(dual_options_.tile_size() > 0, "DualGradCache: tile_size must be positive, got ",
+              dual_options_.tile_size());
+  TORCH_CHECK(dual_options_.temperature() > 0 && std::isfinite(dual_options_.temperature()),
+              "DualGradCache: temperature must be positive and finite, got ", dual_options_.temperature());
+}
+
+DualGradCache::DualGradCache(std::vector<Model> models, int64_t chunk_size, PairScorer scorer,
+                             DualCacheOptions options, GradCacheOptions cache_options)
+    : DualGradCache(std::move(models), std::vector<int64_t>{chunk_size}, std::move(scorer), std::move(options),
+                    std::move(cache_options)) {}
+
+std::vector<at::Tensor> DualGradCache::build_cache(const std::vector<at::Tensor>& reps, const LossArgs& loss_args,
+                                                   at::Tensor& loss_out) {
+  DualCacheOptions options = dual_options_;
+  for (const auto& [name, value] : loss_args.items()) {
+    TORCH_CHECK(name == "reduction" || name == "target", "DualGradCache: unknown loss argument '", name,
+                "'; it takes \"reduction\" and \"target\"");
+  }
+  if (loss_args.has("reduction")) options.reduction(parse_reduction(loss_args.get_string("reduction", "mean")));
+  auto result = dual_cache_backward(reps[0], reps[1], scorer_, options, loss_args.get_tensor("target"));
+  loss_out = result.loss.reshape({});
+  return {result.q_grad, result.p_grad};
+}
+
+}  // namespace gradcache
