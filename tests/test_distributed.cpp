@@ -67,20 +67,21 @@ int fail(const std::string& message) {
   return 1;
 }
 
-// One cache step on each rank vs one full-batch backward in one process.
-int worker_gradients(const gd::ProcessGroup& group, bool tied, int64_t k, bool uneven) {
+// One cache step on each rank vs one full-batch backward of the same loss in one process.
+int worker_gradients(const gd::ProcessGroup& group, bool tied, int64_t k, bool uneven,
+                     const gc::Loss& loss = gc::SimpleContrastiveLoss()) {
   const int64_t n = 12;
   auto data = make_data(n, k);
   auto [q, p] = make_models(tied);
   auto [lo, hi] = my_rows(group.rank(), n, uneven);
-  gd::DistributedGradCache cache(group, {q, p}, 4, gc::SimpleContrastiveLoss(),
-                                 gc::GradCacheOptions(), gd::DistributedOptions().bucket_bytes(512));
+  gd::DistributedGradCache cache(group, {q, p}, 4, loss, gc::GradCacheOptions(),
+                                 gd::DistributedOptions().bucket_bytes(512));
   cache({data.x.slice(0, lo, hi), data.y.slice(0, lo * (1 + k), hi * (1 + k))});
   const auto params = unique_params(q, p);
   const auto distributed = gctest::grads_of(params);
 
   gctest::zero_grads(params);
-  gc::SimpleContrastiveLoss()(q(data.x), p(data.y)).backward();
+  loss({q(data.x), p(data.y)}).backward();
   const double err = gctest::max_rel_error(distributed, gctest::grads_of(params));
   std::cout << "rank " << group.rank() << ": max relative gradient error " << err << std::endl;
   if (!(err < kTol64)) return fail("gradients differ from the single-process full batch: " + std::to_string(err));
@@ -135,6 +136,10 @@ int run_worker(const std::string& scenario) {
     if (scenario == "gradients_tied") return worker_gradients(group, true, 0, false);
     if (scenario == "gradients_hard_negatives") return worker_gradients(group, false, 2, false);
     if (scenario == "gradients_uneven") return worker_gradients(group, true, 1, true);
+    if (scenario == "gradients_streaming") {  // tiles of 5 over the 24 gathered passages: uneven edges
+      const gc::StreamingContrastiveLoss streaming(gc::StreamingLossOptions().tile_size(5).temperature(0.5));
+      return worker_gradients(group, false, 1, false, streaming);
+    }
     if (scenario == "training") return worker_training(group, false);
     if (scenario == "training_tied") return worker_training(group, true);
     if (scenario == "dies") return worker_dies(group);
@@ -233,6 +238,10 @@ TEST(Distributed, TiedEncoders) { expect_success(run_group("gradients_tied", 2, 
 
 TEST(Distributed, HardNegatives) {
   expect_success(run_group("gradients_hard_negatives", 2, 2, std::chrono::seconds(60)));
+}
+
+TEST(Distributed, StreamingLossWithHardNegatives) {
+  expect_success(run_group("gradients_streaming", 2, 2, std::chrono::seconds(60)));
 }
 
 TEST(Distributed, UnequalLocalBatches) {

@@ -555,7 +555,7 @@ TrainResult Run::execute() {
                          {"wall_s", result_.wall_seconds},     {"peak_rss_mb", result_.peak_rss_mb},
                          {"mode", config_.mode},               {"batch_size", config_.batch_size},
                          {"chunk_size", config_.chunk_size},   {"eval", result_.eval_name},
-                         {"untrained", baseline_},
+                         {"world_size", world_},               {"untrained", baseline_},
                          {"trained", result_.trained ? to_json(*result_.trained) : nlohmann::json(nullptr)}};
   if (writer()) write_file_atomic((fs::path(config_.output) / "summary.json").string(), summary.dump(2) + "\n");
   return result_;
