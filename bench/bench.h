@@ -71,6 +71,8 @@ struct ModelSettings {
   int64_t mlp_in = 128;       ///< MLP: in -> hidden -> hidden -> dim
   int64_t mlp_hidden = 512;
   double temperature = 0.05;  ///< of the InfoNCE loss (representations are L2-normalised)
+  std::string loss = "dense";  ///< dense (SimpleContrastiveLoss) | streaming (StreamingContrastiveLoss)
+  int64_t tile = gradcache::kDefaultTileSize;  ///< of the streaming loss
   int64_t seed = 0;
 
   /// with_kind: also --model (scenarios that fix the kind leave it out).
@@ -257,7 +259,7 @@ ScenarioResult run_exactness(const ExactnessSettings& s, const CommonSettings& c
 struct MemorySettings {
   ModelSettings model;
   std::vector<int64_t> batches;
-  std::vector<std::string> modes{"full", "accumulate", "cache"};
+  std::vector<std::string> modes{"full", "accumulate", "cache", "cache-streaming"};
   int64_t chunk = 64;
   int64_t check_batch = 4096;  ///< the batch at which the target is checked
   int64_t full_max = 1024;        ///< largest batch for mode full (it grows linearly)

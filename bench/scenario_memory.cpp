@@ -20,7 +20,9 @@ MemorySettings::MemorySettings() {
 void MemorySettings::add_options(OptionTable& t) {
   model.add_options(t);
   t.add_ints("--batches", &batches, "contrastive batch sizes (pairs)");
-  t.add_strings("--modes", &modes, "full, accumulate, cache (retain 1, the default), cache-r0 (retain 0)");
+  t.add_strings("--modes", &modes,
+                "full, accumulate, cache (retain 1, the default), cache-r0 (retain 0), cache-streaming (cache with the "
+                "streaming loss)");
   t.add_int("--chunk", &chunk, "chunk size of accumulate and cache");
   t.add_int("--check-batch", &check_batch, "batch at which the cache target is checked");
   t.add_int("--full-max", &full_max, "largest batch measured for mode full");
@@ -31,7 +33,7 @@ void MemorySettings::add_options(OptionTable& t) {
 
 void MemoryPointSettings::add_options(OptionTable& t) {
   model.add_options(t);
-  t.add_string("--mode", &mode, "full | accumulate | cache | cache-r0");
+  t.add_string("--mode", &mode, "full | accumulate | cache | cache-r0 | cache-streaming");
   t.add_int("--batch", &batch, "pairs");
   t.add_int("--chunk", &chunk, "chunk size");
   t.add_int("--threads", &threads, "intra-op threads");
@@ -40,7 +42,9 @@ void MemoryPointSettings::add_options(OptionTable& t) {
 
 Json measure_memory_point(const MemoryPointSettings& s) {
   set_threads(s.threads, s.blas_threads);
-  Workload w(s.model);
+  ModelSettings model = s.model;
+  if (s.mode == "cache-streaming") model.loss = "streaming";
+  Workload w(model);
   w.train(true);
   w.allocate_grads();  // the gradients exist before a training step (after the first)
   const Batch b = w.batch(s.batch, 1);
@@ -53,18 +57,19 @@ Json measure_memory_point(const MemoryPointSettings& s) {
     peak = peak_bytes_of([&] { w.step_full(b); });
   } else if (s.mode == "accumulate") {
     peak = peak_bytes_of([&] { w.step_accumulate(b, s.chunk); });
-  } else if (s.mode == "cache" || s.mode == "cache-r0") {
-    const int64_t retain = s.mode == "cache" ? -1 : 0;
+  } else if (s.mode == "cache" || s.mode == "cache-r0" || s.mode == "cache-streaming") {
+    const int64_t retain = s.mode == "cache-r0" ? 0 : -1;
     RecordingGradCache cache(w.models(), s.chunk, w.loss(), w.cache_options().retain_chunks(retain));
     peak = peak_bytes_of([&] { cache({b.queries, b.passages}); });
     extra["retain_chunks"] = retain;
     extra["retained_chunks"] = cache.retained_chunks;
   } else {
-    throw std::invalid_argument("--mode: expected full, accumulate, cache or cache-r0, got '" + s.mode + "'");
+    throw std::invalid_argument("--mode: expected full, accumulate, cache, cache-r0 or cache-streaming, got '" +
+                                s.mode + "'");
   }
   const int64_t rss_peak = peak_rss_bytes();
-  // The loss step alone (step 2 of the cache): leaf representations, the N x M loss and its
-  // backward. Measured after the RSS was read, since it allocates on its own.
+  // The loss step alone (step 2 of the cache): leaf representations, the loss (N x M scores
+  // for the dense one, tiles for the streaming one) and its backward. Measured after the RSS was read, since it allocates on its own.
   const int64_t loss_peak = peak_bytes_of([&] {
     auto q = torch::randn({s.batch, s.model.dim}).requires_grad_(true);
     auto p = torch::randn({s.batch, s.model.dim}).requires_grad_(true);
@@ -137,6 +142,8 @@ ScenarioResult run_memory(const MemorySettings& s, const CommonSettings& common)
   }
   header.push_back("cache MiB");
   header.push_back("loss step MiB");
+  const bool has_streaming = by_mode.count("cache-streaming") > 0;
+  if (has_streaming) header.push_back("streaming loss step MiB");
   Table table(header);
   for (int64_t n : s.batches) {
     std::vector<std::string> row{std::to_string(n)};
@@ -151,21 +158,23 @@ ScenarioResult run_memory(const MemorySettings& s, const CommonSettings& common)
       }
     }
     row.push_back(mib(cache_bytes(n, n, s.model.dim)));
-    int64_t loss_peak = -1;
+    int64_t loss_peak = -1, streaming_loss_peak = -1;
     for (const auto& m : s.modes) {
-      if (by_mode[m].count(n)) loss_peak = by_mode[m][n]["loss_step_peak_bytes"].get<int64_t>();
+      if (!by_mode[m].count(n)) continue;
+      (m == "cache-streaming" ? streaming_loss_peak : loss_peak) = by_mode[m][n]["loss_step_peak_bytes"].get<int64_t>();
     }
     row.push_back(loss_peak < 0 ? "-" : mib(loss_peak));
+    if (has_streaming) row.push_back(streaming_loss_peak < 0 ? "-" : mib(streaming_loss_peak));
     table.add(row);
   }
   out.text = "memory: peak tensor memory above the step's start (CpuMemoryTracker), MiB; RSS = process peak RSS, "
              "MiB; chunk " + std::to_string(s.chunk) + "\n" + table.str() +
-             "(cache = representations + their gradients, 2(N+M)d floats; loss step = peak of the N x M loss "
-             "forward + backward on leaf representations, step 2 alone)\n";
+             "(cache = representations + their gradients, 2(N+M)d floats; loss step = peak of the loss forward + "
+             "backward on leaf representations, step 2 alone, dense loss unless the mode says streaming)\n";
 
   // Targets. Cache: peak(N_check) <= (1 + limit) * (peak(N_min) + cache bytes(N_check)).
   Json targets = Json::array();
-  for (const std::string mode : {"cache", "cache-r0"}) {
+  for (const std::string mode : {"cache", "cache-r0", "cache-streaming"}) {
     const auto& pts = by_mode[mode];
     if (pts.empty()) continue;
     if (!pts.count(s.check_batch)) {
@@ -182,7 +191,8 @@ ScenarioResult run_memory(const MemorySettings& s, const CommonSettings& common)
     // chunk) their graphs are alive during the loss step, so the peaks add up; with nothing
     // retained the step's peak is the larger of a chunk's and the loss step's.
     const double cache_b = static_cast<double>(cache_bytes(s.check_batch, s.check_batch, s.model.dim));
-    const double with_loss = mode == "cache" ? predicted + loss_peak : std::max(predicted, loss_peak + cache_b);
+    const bool retained = mode != "cache-r0";
+    const double with_loss = retained ? predicted + loss_peak : std::max(predicted, loss_peak + cache_b);
     out.json[mode + "_check"] = {{"batch", s.check_batch},
                                  {"loss_step_peak_bytes", loss_peak},
                                  {"predicted_with_loss_bytes", with_loss},
@@ -200,7 +210,7 @@ ScenarioResult run_memory(const MemorySettings& s, const CommonSettings& common)
                 " MiB; the loss step alone at " + std::to_string(s.check_batch) + ": " +
                 mib(static_cast<int64_t>(loss_peak)) + " MiB" +
                 "; with the loss step (" +
-                (mode == "cache" ? std::string("peak + cache + loss") : std::string("max(peak + cache, loss + cache)")) +
+                (retained ? std::string("peak + cache + loss") : std::string("max(peak + cache, loss + cache)")) +
                 "): " + mib(static_cast<int64_t>(with_loss)) + " MiB, measured " +
                 fmt(100.0 * (at / with_loss - 1), 1) + "%\n";
   }

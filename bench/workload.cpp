@@ -178,6 +178,8 @@ void ModelSettings::add_options(OptionTable& t, bool with_kind) {
   t.add_int("--mlp-in", &mlp_in, "MLP input size");
   t.add_int("--mlp-hidden", &mlp_hidden, "MLP hidden size");
   t.add_double("--temperature", &temperature, "InfoNCE temperature");
+  t.add_string("--loss", &loss, "dense (the N x M score matrix) or streaming (tiles, gradcache::StreamingContrastiveLoss)");
+  t.add_int("--tile", &tile, "tile size of the streaming loss");
   t.add_int("--seed", &seed, "seed of the weights and data");
 }
 
@@ -189,7 +191,8 @@ Json ModelSettings::to_json() const {
   } else {
     j.update({{"in", mlp_in}, {"hidden", mlp_hidden}});
   }
-  j.update({{"dropout", dropout}, {"temperature", temperature}, {"seed", seed}});
+  j.update({{"dropout", dropout}, {"temperature", temperature}, {"loss", loss}, {"seed", seed}});
+  if (loss == "streaming") j["tile"] = tile;
   return j;
 }
 
@@ -261,7 +264,13 @@ Workload::Workload(const ModelSettings& s) : settings_(s) {
   } else {
     throw std::invalid_argument("--model: expected transformer or mlp, got '" + s.kind + "'");
   }
-  loss_ = gradcache::SimpleContrastiveLoss(gradcache::ContrastiveLossOptions().temperature(s.temperature));
+  if (s.loss == "dense") {
+    loss_ = gradcache::SimpleContrastiveLoss(gradcache::ContrastiveLossOptions().temperature(s.temperature));
+  } else if (s.loss == "streaming") {
+    loss_ = gradcache::StreamingContrastiveLoss(gradcache::StreamingLossOptions().temperature(s.temperature).tile_size(s.tile));
+  } else {
+    throw std::invalid_argument("--loss: expected dense or streaming, got '" + s.loss + "'");
+  }
   train(true);
 }
 
@@ -337,7 +346,8 @@ std::string Workload::describe() const {
   } else {
     out << "2 MLPs " << s.mlp_in << "-" << s.mlp_hidden << "-" << s.mlp_hidden << "-" << s.dim;
   }
-  out << ", dropout " << s.dropout << ", " << parameter_count() << " parameters, temperature " << s.temperature;
+  out << ", dropout " << s.dropout << ", " << parameter_count() << " parameters, " << s.loss
+      << " loss, temperature " << s.temperature;
   return out.str();
 }
 
