@@ -321,6 +321,25 @@ struct ThreadsSettings {
 };
 ScenarioResult run_threads(const ThreadsSettings& s, const CommonSettings& common);
 
+struct DistributedSettings {
+  ModelSettings model;
+  int64_t batch = 256, chunk = 32;
+  int64_t reps = 5, warmup = 1;
+  std::vector<int64_t> processes{1, 2};
+  void add_options(OptionTable& table);
+};
+ScenarioResult run_distributed(const DistributedSettings& s, const CommonSettings& common);
+
+/// One rank of one configuration of the distributed scenario (`--child distributed`).
+struct DistributedPointSettings {
+  ModelSettings model;
+  int64_t batch = 256, chunk = 32, reps = 5, warmup = 1;
+  int64_t rank = 0, world = 1, port = 0;
+  int64_t threads = 1, blas_threads = 1;
+  void add_options(OptionTable& table);
+};
+Json measure_distributed_point(const DistributedPointSettings& s);
+
 // ---- child processes and plots (system.cpp) -------------------------------------------
 
 /// Runs `program args...` with stdout into a pipe; returns what it wrote. Throws if it fails.

@@ -31,6 +31,7 @@ struct Scenarios {
   gcbench::RetainSettings retain;
   gcbench::ChunkSizeSettings chunk_size;
   gcbench::ThreadsSettings threads;
+  gcbench::DistributedSettings distributed;
 
   struct Entry {
     std::string name, about;
@@ -57,6 +58,9 @@ struct Scenarios {
         {"threads", "cache step time for intra-op x OpenBLAS threads in {1,2} x {1,2}",
          [this](OptionTable& t) { threads.add_options(t); },
          [this](const gcbench::CommonSettings& c) { return gcbench::run_threads(threads, c); }},
+        {"distributed", "one step of the same batch in 1 and 2 processes (Gloo): time, memory, bytes all-reduced",
+         [this](OptionTable& t) { distributed.add_options(t); },
+         [this](const gcbench::CommonSettings& c) { return gcbench::run_distributed(distributed, c); }},
     };
   }
 };
@@ -98,18 +102,25 @@ Json threads_json() {
               {"load_average_1min_at_start", gcbench::load_average()}};
 }
 
-// `gradcache-bench --child memory [flags]`: one memory measurement, its JSON on stdout.
+// `gradcache-bench --child memory|distributed [flags]`: one measurement, its JSON on stdout.
 int child_main(const std::vector<std::string>& args) {
-  if (args.empty() || args[0] != "memory") {
-    std::cerr << "gradcache-bench: --child expects 'memory'\n";
-    return 2;
-  }
-  gcbench::MemoryPointSettings s;
   OptionTable t;
-  s.add_options(t);
-  t.parse({args.begin() + 1, args.end()});
-  std::cout << gcbench::measure_memory_point(s).dump() << std::endl;
-  return 0;
+  if (!args.empty() && args[0] == "memory") {
+    gcbench::MemoryPointSettings s;
+    s.add_options(t);
+    t.parse({args.begin() + 1, args.end()});
+    std::cout << gcbench::measure_memory_point(s).dump() << std::endl;
+    return 0;
+  }
+  if (!args.empty() && args[0] == "distributed") {
+    gcbench::DistributedPointSettings s;
+    s.add_options(t);
+    t.parse({args.begin() + 1, args.end()});
+    std::cout << gcbench::measure_distributed_point(s).dump() << std::endl;
+    return 0;
+  }
+  std::cerr << "gradcache-bench: --child expects 'memory' or 'distributed'\n";
+  return 2;
 }
 
 int run(int argc, char** argv) {

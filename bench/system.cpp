@@ -13,6 +13,7 @@
 #include <stdexcept>
 
 #include <dlfcn.h>
+#include <fcntl.h>
 #include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -55,7 +56,9 @@ std::string run_child(const std::string& program, const std::vector<std::string>
   // posix_spawn = fork + exec: the child starts clean (no copy of this process's OpenMP or
   // OpenBLAS thread pools, whose threads do not survive a bare fork).
   int pipe_fds[2];
-  if (pipe(pipe_fds) != 0) throw std::runtime_error(std::string("pipe: ") + std::strerror(errno));
+  // Close-on-exec, so that children started at the same time (the distributed scenario) do
+  // not inherit each other's pipe and keep it open.
+  if (pipe2(pipe_fds, O_CLOEXEC) != 0) throw std::runtime_error(std::string("pipe: ") + std::strerror(errno));
   posix_spawn_file_actions_t actions;
   posix_spawn_file_actions_init(&actions);
   posix_spawn_file_actions_adddup2(&actions, pipe_fds[1], STDOUT_FILENO);
