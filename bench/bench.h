@@ -319,6 +319,14 @@ struct ThreadsSettings {
 };
 ScenarioResult run_threads(const ThreadsSettings& s, const CommonSettings& common);
 
+struct PrecisionSettings {
+  ModelSettings model;
+  int64_t batch = 128, chunk = 32;
+  int64_t reps = 5, warmup = 1;
+  void add_options(OptionTable& table);
+};
+ScenarioResult run_precision(const PrecisionSettings& s, const CommonSettings& common);
+
 // ---- child processes and plots (system.cpp) -------------------------------------------
 
 /// Runs `program args...` with stdout into a pipe; returns what it wrote. Throws if it fails.

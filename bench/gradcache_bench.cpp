@@ -1,7 +1,7 @@
 // gradcache-bench: what the gradient cache costs and whether it is exact.
 //
 //   gradcache-bench SCENARIO [flags]     SCENARIO: exactness memory overhead retain chunk-size
-//                                                  threads all
+//                                                  threads precision all
 //   gradcache-bench SCENARIO --help      its flags and their defaults
 //
 // A table on stdout by default; with --json exactly one JSON object on stdout and all human
@@ -31,6 +31,7 @@ struct Scenarios {
   gcbench::RetainSettings retain;
   gcbench::ChunkSizeSettings chunk_size;
   gcbench::ThreadsSettings threads;
+  gcbench::PrecisionSettings precision;
 
   struct Entry {
     std::string name, about;
@@ -57,6 +58,9 @@ struct Scenarios {
         {"threads", "cache step time for intra-op x OpenBLAS threads in {1,2} x {1,2}",
          [this](OptionTable& t) { threads.add_options(t); },
          [this](const gcbench::CommonSettings& c) { return gcbench::run_threads(threads, c); }},
+        {"precision", "cache step in fp32 vs bf16 autocast: time (interleaved), peak memory, gradient error",
+         [this](OptionTable& t) { precision.add_options(t); },
+         [this](const gcbench::CommonSettings& c) { return gcbench::run_precision(precision, c); }},
     };
   }
 };
