@@ -339,6 +339,13 @@ struct DistributedPointSettings {
   void add_options(OptionTable& table);
 };
 Json measure_distributed_point(const DistributedPointSettings& s);
+struct PrecisionSettings {
+  ModelSettings model;
+  int64_t batch = 128, chunk = 32;
+  int64_t reps = 5, warmup = 1;
+  void add_options(OptionTable& table);
+};
+ScenarioResult run_precision(const PrecisionSettings& s, const CommonSettings& common);
 
 // ---- child processes and plots (system.cpp) -------------------------------------------
 

@@ -1,7 +1,7 @@
 // gradcache-bench: what the gradient cache costs and whether it is exact.
 //
 //   gradcache-bench SCENARIO [flags]     SCENARIO: exactness memory overhead retain chunk-size
-//                                                  threads all
+//                                                  threads precision all
 //   gradcache-bench SCENARIO --help      its flags and their defaults
 //
 // A table on stdout by default; with --json exactly one JSON object on stdout and all human
@@ -32,6 +32,7 @@ struct Scenarios {
   gcbench::ChunkSizeSettings chunk_size;
   gcbench::ThreadsSettings threads;
   gcbench::DistributedSettings distributed;
+  gcbench::PrecisionSettings precision;
 
   struct Entry {
     std::string name, about;
@@ -61,6 +62,9 @@ struct Scenarios {
         {"distributed", "one step of the same batch in 1 and 2 processes (Gloo): time, memory, bytes all-reduced",
          [this](OptionTable& t) { distributed.add_options(t); },
          [this](const gcbench::CommonSettings& c) { return gcbench::run_distributed(distributed, c); }},
+        {"precision", "cache step in fp32 vs bf16 autocast: time (interleaved), peak memory, gradient error",
+         [this](OptionTable& t) { precision.add_options(t); },
+         [this](const gcbench::CommonSettings& c) { return gcbench::run_precision(precision, c); }},
     };
   }
 };

@@ -337,5 +337,14 @@ void DistributedGradCache::on_model_backward_done(size_t model_index) {
   if (model_index + 1 == models().size()) synchronizer_.finish();
 }
 
+std::function<bool(bool)> any_rank(const ProcessGroup& group) {
+  return [group](bool local) {
+    std::vector<at::Tensor> flag{
+        at::full({1}, local ? 1.0 : 0.0, at::TensorOptions().dtype(at::kFloat).device(group.options().device()))};
+    group.all_reduce_sum(flag);
+    return flag[0].item<float>() > 0;
+  };
+}
+
 }  // namespace distributed
 }  // namespace gradcache

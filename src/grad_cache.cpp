@@ -127,7 +127,26 @@ std::vector<ModelInput> GradCache::split_inputs(const ModelInput& input, int64_t
   return split_input(input, chunk_size);
 }
 
-c10::IValue GradCache::model_call(const Model& model, const ModelInput& chunk) { return model(chunk); }
+c10::IValue GradCache::model_call(const Model& model, const ModelInput& chunk) {
+  if (options_.precision() == Precision::fp32) return model(chunk);
+  // Autocast for the device the model computes on: an accelerator among its parameters' and
+  // its input's devices, else CPU.
+  c10::Device device(c10::kCPU);
+  for (const auto& d : merge(devices_of(model.parameters()), devices_of(chunk.tensors()))) {
+    if (!d.is_cpu()) {
+      device = d;
+      break;
+    }
+  }
+  AutocastScope autocast(options_.precision(), device);
+  return model(chunk);
+}
+
+at::Tensor GradCache::representation(const Model& model, const ModelInput& chunk) {
+  // fp32 for the loss and the cache; in the replay, the cast's backward brings the cached
+  // gradient back to the representation's own dtype.
+  return to_full_precision(get_reps(model_call(model, chunk)));
+}
 
 at::Tensor GradCache::get_reps(const c10::IValue& model_output) {
   if (options_.get_rep_fn()) return options_.get_rep_fn()(model_output);
@@ -171,7 +190,7 @@ GradCache::ForwardResult GradCache::forward_no_grad(size_t model_index, const st
     if (retain) {
       c10::AutoGradMode with_grad(true);
       const int64_t before = memory_stats(memory_device).value_or(MemoryStats{}).current;
-      rep = get_reps(model_call(model, chunk));
+      rep = representation(model, chunk);
       if (measure) {
         const int64_t cost = memory_stats(memory_device).value_or(MemoryStats{}).current - before;
         if (rows && *rows > 0) bytes_per_row = static_cast<double>(cost) / *rows;
@@ -186,7 +205,7 @@ GradCache::ForwardResult GradCache::forward_no_grad(size_t model_index, const st
       }
     } else {
       c10::NoGradGuard no_grad;
-      rep = get_reps(model_call(model, chunk));
+      rep = representation(model, chunk);
     }
     TORCH_CHECK(rep.defined() && rep.dim() >= 1 && rep.is_floating_point(), "GradCache: ",
                 model_label(model_index, model),
@@ -229,7 +248,14 @@ std::vector<at::Tensor> GradCache::build_cache(const std::vector<at::Tensor>& re
                "learning rate and the temperature";
     throw NonFiniteLossError(message.str(), value);
   }
-  loss.backward();
+  // With a scaler only this loss is scaled (checked above unscaled): the cached gradients
+  // carry the scale into the replay; an fp16 overflow there shows up as inf gradients,
+  // which the scaler's step skips.
+  if (options_.scaler()) {
+    options_.scaler()->scale(loss).backward();
+  } else {
+    loss.backward();
+  }
   std::vector<at::Tensor> grads;
   for (const auto& leaf : leaves) grads.push_back(leaf.grad());
   loss_out = loss.detach().reshape({});
@@ -259,7 +285,7 @@ void GradCache::forward_backward(size_t model_index, const std::vector<ModelInpu
     for (size_t c = 0; c < chunks.size(); ++c) {
       if (forward.retained[c]) continue;  // done by backward_retained
       forward.rng_states[c].restore();
-      at::Tensor rep = get_reps(model_call(model, chunks[c]));
+      at::Tensor rep = representation(model, chunks[c]);
       torch::autograd::backward({rep}, {grads[c]});
     }
   }

@@ -253,6 +253,10 @@ DualGradCache::DualGradCache(std::vector<Model> models, std::vector<int64_t> chu
               dual_options_.tile_size());
   TORCH_CHECK(dual_options_.temperature() > 0 && std::isfinite(dual_options_.temperature()),
               "DualGradCache: temperature must be positive and finite, got ", dual_options_.temperature());
+  // The scorer's gradients accumulate inside dual_cache_backward, unscaled: a scaler would
+  // then divide them by its scale.
+  TORCH_CHECK(!GradCache::options().scaler(), "DualGradCache: a GradScaler is not supported (the scorer's gradients are not "
+              "scaled); use Precision::bf16, which needs no loss scaling, or fp32");
 }
 
 DualGradCache::DualGradCache(std::vector<Model> models, int64_t chunk_size, PairScorer scorer,

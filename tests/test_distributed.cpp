@@ -17,6 +17,7 @@
 #include <chrono>
 #include <cstdlib>
 #include <fstream>
+#include <limits>
 #include <thread>
 
 extern char** environ;
@@ -128,6 +129,31 @@ int worker_dies(const gd::ProcessGroup& group) {
   return fail("the step finished although rank 1 died");
 }
 
+// fp16 loss scaling across ranks: an inf gradient on one rank only (after the synchronised
+// step) makes both skip the step and back off the same way, agreed through any_rank.
+int worker_scaler(const gd::ProcessGroup& group) {
+  auto [q, p] = make_models(false);
+  auto scaler = std::make_shared<gc::GradScaler>(
+      gc::GradScalerOptions().init_scale(1024).agree_found_inf(gd::any_rank(group)));
+  gd::DistributedGradCache cache(group, {q, p}, 2, gc::SimpleContrastiveLoss(), gc::GradCacheOptions().scaler(scaler));
+  torch::optim::SGD opt(unique_params(q, p), 0.5);
+  auto data = make_data(8, 0);
+  auto [lo, hi] = my_rows(group.rank(), 8, false);
+  for (int step = 0; step < 2; ++step) {
+    opt.zero_grad();
+    cache({data.x.slice(0, lo, hi), data.y.slice(0, lo, hi)});
+    const bool poison = step == 1 && group.rank() == 1;
+    if (poison) q->fc1->weight.mutable_grad().view(-1)[0] = std::numeric_limits<double>::infinity();
+    const auto before = q->fc1->weight.detach().clone();
+    const bool stepped = scaler->step(opt);
+    scaler->update();
+    if (stepped != (step == 0)) return fail("step " + std::to_string(step) + ": stepped = " + std::to_string(stepped));
+    if (!stepped && !torch::equal(q->fc1->weight, before)) return fail("a skipped step changed the weights");
+  }
+  if (scaler->get_scale() != 512) return fail("scale " + std::to_string(scaler->get_scale()) + ", expected 512");
+  return 0;
+}
+
 int run_worker(const std::string& scenario) {
   const auto timeout = std::chrono::milliseconds(std::atoi(std::getenv("GRADCACHE_TEST_TIMEOUT_MS")));
   try {
@@ -143,6 +169,7 @@ int run_worker(const std::string& scenario) {
     if (scenario == "training") return worker_training(group, false);
     if (scenario == "training_tied") return worker_training(group, true);
     if (scenario == "dies") return worker_dies(group);
+    if (scenario == "scaler") return worker_scaler(group);
     if (scenario == "mismatch") {
       group.check_same("settings", group.rank() == 0 ? "temperature=0.05" : "temperature=0.1");
       return fail("check_same accepted different settings");
@@ -232,6 +259,10 @@ void expect_success(const std::vector<Outcome>& outcomes) {
 
 TEST(Distributed, GradientsEqualTheSingleProcessFullBatch) {
   expect_success(run_group("gradients", 2, 2, std::chrono::seconds(60)));
+}
+
+TEST(Distributed, LossScalerSkipsOnEveryRankTogether) {
+  expect_success(run_group("scaler", 2, 2, std::chrono::seconds(60)));
 }
 
 TEST(Distributed, TiedEncoders) { expect_success(run_group("gradients_tied", 2, 2, std::chrono::seconds(60))); }

@@ -9,6 +9,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -103,6 +104,10 @@ class GradientSynchronizer {
   std::vector<const void*> started_;  // gradients already in flight this step
   int64_t bytes_reduced_ = 0;
 };
+
+/// Whether any rank passed true (a collective: every rank must call it). For
+/// GradScalerOptions::agree_found_inf, so that all ranks skip an fp16 overflow step together.
+std::function<bool(bool)> any_rank(const ProcessGroup& group);
 
 struct DistributedOptions {
   /// Gradients are summed in buckets of about this many bytes.

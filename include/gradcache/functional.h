@@ -3,6 +3,7 @@
 
 #include <gradcache/model.h>
 #include <gradcache/model_input.h>
+#include <gradcache/precision.h>
 #include <gradcache/rng_state.h>
 
 #include <c10/core/GradMode.h>
@@ -64,10 +65,11 @@ struct Reps {
                 "gradcache::functional::cached: the function must return a Tensor, a std::vector<Tensor> "
                 "or a std::tuple of Tensors");
 };
+// Leaves are fp32 (to_full_precision): the loss and the gradients it caches are fp32.
 template <>
 struct Reps<at::Tensor> {
   static std::vector<at::Tensor> flatten(const at::Tensor& r) { return {r}; }
-  static at::Tensor leaves(const at::Tensor& r) { return r.detach().requires_grad_(true); }
+  static at::Tensor leaves(const at::Tensor& r) { return to_full_precision(r.detach()).requires_grad_(true); }
 };
 template <>
 struct Reps<std::vector<at::Tensor>> {
@@ -89,6 +91,9 @@ struct Reps<std::tuple<T...>> {
 };
 
 at::Tensor cat_rows(const std::vector<at::Tensor>& tensors);
+
+// Where autocast applies to a call: the first accelerator among its tensors' devices, else CPU.
+c10::Device autocast_device(const std::vector<c10::Device>& devices);
 
 template <class T>
 decltype(auto) cat_if_list(T&& arg) {
@@ -139,20 +144,34 @@ class Replay {
 /// devices of its tensor and module arguments. `fn` may return a Tensor, a
 /// std::vector<Tensor> or a std::tuple of Tensors. The arguments are kept (by value; pass
 /// std::ref to keep a reference) until the replay.
+///
+/// With `precision` bf16 or fp16, both calls (the first and the replay) run under their own
+/// autocast scope for the device its tensor and module arguments live on; the returned
+/// representations are fp32 whatever the function computes in.
 template <class Fn>
-auto cached(Fn fn) {
-  return [fn = std::move(fn)](auto&&... args) {
+auto cached(Fn fn, Precision precision = Precision::fp32) {
+  return [fn = std::move(fn), precision](auto&&... args) {
     using R = std::decay_t<decltype(fn(args...))>;
     detail::CallState state;
     (detail::add_arg(state, args), ...);
     auto devices = devices_of(state.tensors);
     auto rng_state = RngState::capture(devices);
+    const c10::Device device = detail::autocast_device(devices);
     R out = [&] {
       c10::NoGradGuard no_grad;
+      AutocastScope autocast(precision, device);
       return fn(args...);
     }();
     auto saved_args = std::make_shared<std::tuple<std::decay_t<decltype(args)>...>>(args...);
-    Replay::Forward forward = [fn, saved_args]() { return detail::Reps<R>::flatten(std::apply(fn, *saved_args)); };
+    Replay::Forward forward = [fn, saved_args, precision, device]() {
+      std::vector<at::Tensor> outputs;
+      {
+        AutocastScope autocast(precision, device);
+        outputs = detail::Reps<R>::flatten(std::apply(fn, *saved_args));
+      }
+      for (auto& t : outputs) t = to_full_precision(t);  // matches the fp32 gradients of the leaves
+      return outputs;
+    };
     return std::make_pair(detail::Reps<R>::leaves(out),
                           Replay(std::move(forward), std::move(rng_state), std::move(devices), std::move(state.buffers)));
   };

@@ -1,9 +1,11 @@
 // The GradCache class: full-batch contrastive gradients with one chunk's activation memory.
 #pragma once
 
+#include <gradcache/grad_scaler.h>
 #include <gradcache/loss.h>
 #include <gradcache/model.h>
 #include <gradcache/model_input.h>
+#include <gradcache/precision.h>
 #include <gradcache/rng_state.h>
 #include <gradcache/split.h>
 
@@ -11,6 +13,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -46,6 +49,14 @@ struct GradCacheOptions {
   /// (and is replayed later if it does not fit). Needs memory_stats() for the models'
   /// device: on CPU, install gradcache::CpuMemoryTracker first.
   TORCH_ARG(int64_t, memory_budget) = 0;
+  /// What the models compute in: each model call (step 1 and the replay) runs under its own
+  /// autocast scope for the device of the model's parameters. Representations are cast to
+  /// fp32 before the loss whatever this is, so the loss and the cache are always fp32.
+  TORCH_ARG(Precision, precision) = Precision::fp32;
+  /// fp16: scales the loss of step 2 (only that loss: the replay backpropagates the cached,
+  /// already scaled gradients), so parameter gradients come out scaled. Then
+  /// scaler->step(optimizer) unscales them and skips the step on inf/NaN; scaler->update().
+  TORCH_ARG(std::shared_ptr<GradScaler>, scaler) = nullptr;
 };
 
 /// Gradient Cache (Gao et al., 2021), algorithm.md §2.
@@ -67,7 +78,7 @@ class GradCache {
 
   /// Runs one cache step: afterwards every model's parameter gradients are accumulated as
   /// if `inputs` (one per model, in model order) had gone through the models as one batch.
-  /// Returns the loss, detached. `loss_args` go to the loss as they are.
+  /// Returns the loss, detached (and unscaled with a scaler). `loss_args` go to the loss as they are.
   /// On bad input or a failure before the parameter backward (including
   /// NonFiniteLossError) it throws and leaves gradients, buffers and generators unchanged.
   at::Tensor cache_step(const std::vector<ModelInput>& inputs, const LossArgs& loss_args = {});
@@ -92,7 +103,7 @@ class GradCache {
  protected:
   /// Splits one model's input (split_input_fn if given, else split_input()).
   virtual std::vector<ModelInput> split_inputs(const ModelInput& input, int64_t chunk_size);
-  /// Calls a model on one chunk. The place for per-call scopes (autocast).
+  /// Calls a model on one chunk, under autocast when options().precision() asks for it.
   virtual c10::IValue model_call(const Model& model, const ModelInput& chunk);
   /// Picks the representation out of a model output (get_rep_fn if given).
   virtual at::Tensor get_reps(const c10::IValue& model_output);
@@ -128,6 +139,8 @@ class GradCache {
  private:
   // How many chunks of a model to retain, and the budget left for this step.
   int64_t retain_limit(size_t num_chunks) const;
+  // A chunk's representation as the loss sees it: model_call, get_reps, then fp32.
+  at::Tensor representation(const Model& model, const ModelInput& chunk);
 
   std::vector<Model> models_;
   std::vector<int64_t> chunk_sizes_;

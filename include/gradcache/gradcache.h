@@ -5,10 +5,12 @@
 #include <gradcache/contrastive_loss.h>
 #include <gradcache/functional.h>
 #include <gradcache/grad_cache.h>
+#include <gradcache/grad_scaler.h>
 #include <gradcache/loss.h>
 #include <gradcache/memory.h>
 #include <gradcache/model.h>
 #include <gradcache/model_input.h>
+#include <gradcache/precision.h>
 #include <gradcache/rng_state.h>
 #include <gradcache/similarity.h>
 #include <gradcache/split.h>

@@ -22,3 +22,46 @@
 #else
 #define GRADCACHE_C10D_BACKEND c10d::ProcessGroup
 #endif
+
+// Autocast: LibTorch 2.4 replaced the per-device functions (set_cpu_enabled,
+// set_autocast_gpu_dtype, ...) by ones taking the device type. Only CPU and CUDA are used.
+#include <ATen/autocast_mode.h>
+
+namespace gradcache {
+namespace detail {
+
+// fp16 autocast on CPU arrived with the device-generic API; 1.13 supports only bf16 there.
+constexpr bool kCpuAutocastHalf = GRADCACHE_TORCH_AT_LEAST(2, 4);
+
+#if GRADCACHE_TORCH_AT_LEAST(2, 4)
+inline bool autocast_enabled(c10::DeviceType type) { return at::autocast::is_autocast_enabled(type); }
+inline void set_autocast_enabled(c10::DeviceType type, bool on) { at::autocast::set_autocast_enabled(type, on); }
+inline c10::ScalarType autocast_dtype(c10::DeviceType type) { return at::autocast::get_autocast_dtype(type); }
+inline void set_autocast_dtype(c10::DeviceType type, c10::ScalarType dtype) {
+  at::autocast::set_autocast_dtype(type, dtype);
+}
+#else
+inline bool autocast_enabled(c10::DeviceType type) {
+  return type == c10::kCUDA ? at::autocast::is_enabled() : at::autocast::is_cpu_enabled();
+}
+inline void set_autocast_enabled(c10::DeviceType type, bool on) {
+  if (type == c10::kCUDA) {
+    at::autocast::set_enabled(on);
+  } else {
+    at::autocast::set_cpu_enabled(on);
+  }
+}
+inline c10::ScalarType autocast_dtype(c10::DeviceType type) {
+  return type == c10::kCUDA ? at::autocast::get_autocast_gpu_dtype() : at::autocast::get_autocast_cpu_dtype();
+}
+inline void set_autocast_dtype(c10::DeviceType type, c10::ScalarType dtype) {
+  if (type == c10::kCUDA) {
+    at::autocast::set_autocast_gpu_dtype(dtype);
+  } else {
+    at::autocast::set_autocast_cpu_dtype(dtype);
+  }
+}
+#endif
+
+}  // namespace detail
+}  // namespace gradcache

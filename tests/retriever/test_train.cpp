@@ -432,3 +432,94 @@ TEST(Trainer, AutomaticChunkSizesAreMeasuredOnceAndKeptOnResume) {
   EXPECT_EQ(second.config.chunk_size, first.config.chunk_size);
   EXPECT_EQ(second.config.passage_chunk_size, first.config.passage_chunk_size);
 }
+
+TEST(Trainer, Bf16RunTrainsAndResumesBitIdentically) {
+  TempDir dir;
+  write_task(dir);
+  auto config = tiny_config(dir);
+  config.precision = "bf16";
+  config.eval = false;
+  config.output = dir / "straight";
+  auto straight = gr::train(config, quiet());
+  EXPECT_TRUE(std::isfinite(straight.final_loss));
+  auto summary = nlohmann::json::parse(gr::read_file(dir / "straight/summary.json"));
+  EXPECT_EQ(summary.at("precision"), "bf16");
+  EXPECT_EQ(gr::read_checkpoint_info(dir / "straight/checkpoint.pt").config.precision, "bf16");
+
+  // bf16 computes something else than fp32 (autocast really was on).
+  config.precision = "fp32";
+  config.output = dir / "fp32";
+  gr::train(config, quiet());
+  auto a = weights(dir / "straight/checkpoint.pt"), f = weights(dir / "fp32/checkpoint.pt");
+  bool differs = false;
+  for (size_t i = 0; i < a.size(); ++i) differs = differs || !torch::equal(a[i], f[i]);
+  EXPECT_TRUE(differs);
+
+  // A resumed bf16 run ends where the uninterrupted one did; it may not switch precision.
+  config.precision = "bf16";
+  config.output = dir / "interrupted";
+  auto options = quiet();
+  options.stop_after_steps = 4;
+  gr::train(config, options);
+  options.stop_after_steps = 0;
+  options.resume = true;
+  auto other = config;
+  other.precision = "fp32";
+  EXPECT_NE(error_of([&] { gr::train(other, options); }).find("precision"), std::string::npos);
+  gr::train(config, options);
+  auto b = weights(dir / "interrupted/checkpoint.pt");
+  for (size_t i = 0; i < a.size(); ++i) EXPECT_TRUE(torch::equal(a[i], b[i])) << "tensor " << i;
+}
+
+TEST(Trainer, PrecisionIsValidated) {
+  TempDir dir;
+  write_task(dir);
+  auto config = tiny_config(dir);
+  config.precision = "fp8";
+  EXPECT_NE(error_of([&] { gr::train(config, quiet()); }).find("--precision must be fp32, bf16 or fp16"),
+            std::string::npos);
+  if (!gradcache::autocast_supported(gradcache::Precision::fp16, c10::kCPU)) {
+    config.precision = "fp16";
+    EXPECT_NE(error_of([&] { gr::train(config, quiet()); }).find("use --precision bf16 on CPU"), std::string::npos);
+  }
+}
+
+// fp16 needs CUDA here, so the scaler's trip through a checkpoint is tested on the functions
+// the trainer uses: what save_checkpoint writes, load_training_state restores.
+TEST(Checkpoint, LossScalerStateRoundTrip) {
+  TempDir dir;
+  gr::TrainConfig config;
+  config.vocab_size = 40;
+  config.dim = 16;
+  config.heads = 2;
+  config.layers = 1;
+  config.ffn_dim = 32;
+  config.precision = "fp16";
+  auto model = gr::build_model(config);
+  torch::optim::AdamW optimizer(model.parameters(), torch::optim::AdamWOptions(1e-3));
+  gradcache::GradScaler scaler(gradcache::GradScalerOptions().init_scale(1024).growth_interval(5));
+  scaler.update(4096);  // and a growth count of 2:
+  for (int i = 0; i < 2; ++i) {
+    optimizer.zero_grad();
+    for (auto& p : model.parameters()) p.mutable_grad() = torch::ones_like(p);
+    scaler.step(optimizer);
+    scaler.update();
+  }
+  gr::CheckpointInfo info;
+  info.config = config;
+  const auto path = dir / "checkpoint.pt";
+  gr::save_checkpoint(path, info, model, optimizer, gr::capture_generators(torch::kCPU), &scaler);
+
+  gradcache::GradScaler restored;
+  torch::optim::AdamW fresh(model.parameters(), torch::optim::AdamWOptions(1e-3));
+  gr::load_training_state(path, fresh, torch::kCPU, 0, &restored);
+  EXPECT_EQ(restored.get_scale(), 4096);
+  EXPECT_EQ(restored.growth_tracker(), 2);
+  EXPECT_EQ(restored.options().growth_interval(), 5);
+
+  // A checkpoint without a scaler (an fp32 or bf16 run) cannot feed one.
+  gr::save_checkpoint(path, info, model, optimizer, gr::capture_generators(torch::kCPU));
+  gradcache::GradScaler missing;
+  EXPECT_NE(error_of([&] { gr::load_training_state(path, fresh, torch::kCPU, 0, &missing); }).find("loss scaler"),
+            std::string::npos);
+}

@@ -171,6 +171,12 @@ std::function<int()> add_train_command(CLI::App& app, int argc, char** argv) {
   training->add_option("--blas-threads", c.blas_threads, "OpenBLAS threads (0: 1; see the README's Threads)")
       ->capture_default_str();
   training->add_option("--device", c.device, "cpu, cuda, cuda:1, ...")->capture_default_str();
+  training
+      ->add_option("--precision", c.precision,
+                   "fp32, bf16 (autocast; CPU or CUDA) or fp16 (autocast with loss scaling; CUDA). The loss and "
+                   "the gradient cache stay fp32")
+      ->check(CLI::IsMember({"fp32", "bf16", "fp16"}))
+      ->capture_default_str();
   training->add_flag("--quick", c.quick, "A tiny run (seconds): small model, data subset, 30 steps");
 
   auto* output = group("Output");

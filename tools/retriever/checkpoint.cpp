@@ -65,7 +65,8 @@ GeneratorStates capture_generators(const c10::Device& device) {
 }
 
 void save_checkpoint(const std::string& path, const CheckpointInfo& info, const BiEncoder& model,
-                     torch::optim::Optimizer& optimizer, const GeneratorStates& generators) {
+                     torch::optim::Optimizer& optimizer, const GeneratorStates& generators,
+                     const GradScaler* scaler) {
   torch::serialize::OutputArchive archive;
   archive.write("format", c10::IValue(std::string(kFormat)));
   archive.write("version", c10::IValue(kVersion));
@@ -91,6 +92,11 @@ void save_checkpoint(const std::string& path, const CheckpointInfo& info, const 
   archive.write("optimizer", optimizer_archive);
   archive.write("rng_cpu", generators.cpu.to(torch::kCPU));
   if (generators.device.defined()) archive.write("rng_device", generators.device.to(torch::kCPU));
+  if (scaler) {
+    torch::serialize::OutputArchive scaler_archive;
+    scaler->save(scaler_archive);
+    archive.write("grad_scaler", scaler_archive);
+  }
 
   const std::string tmp = path + ".tmp";
   archive.save_to(tmp);
@@ -159,7 +165,7 @@ BiEncoder load_model(const std::string& path, const CheckpointInfo& info) {
 }
 
 void load_training_state(const std::string& path, torch::optim::Optimizer& optimizer, const c10::Device& device,
-                         int rank) {
+                         int rank, GradScaler* scaler) {
   auto archive = open_archive(path);
   torch::serialize::InputArchive optimizer_archive;
   TORCH_CHECK(archive.try_read("optimizer", optimizer_archive), "checkpoint ", path, " lacks the optimizer state");
@@ -167,6 +173,12 @@ void load_training_state(const std::string& path, torch::optim::Optimizer& optim
     optimizer.load(optimizer_archive);
   } catch (const std::exception& e) {
     TORCH_CHECK(false, "checkpoint ", path, ": cannot restore the optimizer state (", e.what(), ")");
+  }
+  if (scaler) {
+    torch::serialize::InputArchive scaler_archive;
+    TORCH_CHECK(archive.try_read("grad_scaler", scaler_archive), "checkpoint ", path,
+                " lacks the loss scaler's state (it was not saved from an fp16 run)");
+    scaler->load(scaler_archive);
   }
   const auto cpu_states = read_tensor(archive, "rng_cpu", path);
   TORCH_CHECK(rank < cpu_states.size(0), "checkpoint ", path, " was saved by ", cpu_states.size(0),

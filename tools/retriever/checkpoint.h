@@ -4,6 +4,8 @@
 #include "retriever/encoder.h"
 #include "retriever/train_config.h"
 
+#include <gradcache/grad_scaler.h>
+
 #include <torch/optim/optimizer.h>
 
 #include <nlohmann/json.hpp>
@@ -42,9 +44,11 @@ struct CheckpointInfo {
 };
 
 /// Writes a checkpoint atomically (temporary file + rename): the model's parameters and
-/// buffers, the optimizer state, every rank's generator states, and `info`.
+/// buffers, the optimizer state, every rank's generator states, `info`, and the loss
+/// scaler's state when there is one (fp16).
 void save_checkpoint(const std::string& path, const CheckpointInfo& info, const BiEncoder& model,
-                     torch::optim::Optimizer& optimizer, const GeneratorStates& generators);
+                     torch::optim::Optimizer& optimizer, const GeneratorStates& generators,
+                     const GradScaler* scaler = nullptr);
 
 /// Reads a checkpoint's info. Throws std::runtime_error saying what is wrong when the file is
 /// missing, corrupt or not a gradcache checkpoint.
@@ -57,9 +61,10 @@ BiEncoder build_model(const TrainConfig& config, const std::vector<std::string>&
 /// The model a checkpoint was saved from, with its weights.
 BiEncoder load_model(const std::string& path, const CheckpointInfo& info);
 
-/// Restores the optimizer state and the generators of `rank` (for --resume).
+/// Restores the optimizer state, the generators of `rank` and, given a scaler, its state (for
+/// --resume).
 void load_training_state(const std::string& path, torch::optim::Optimizer& optimizer, const c10::Device& device,
-                         int rank = 0);
+                         int rank = 0, GradScaler* scaler = nullptr);
 
 }  // namespace retriever
 }  // namespace gradcache

@@ -1,5 +1,7 @@
 #include "retriever/train_config.h"
 
+#include <gradcache/precision.h>
+
 #include <cctype>
 #include <cmath>
 #include <set>
@@ -16,7 +18,7 @@ namespace retriever {
   X(passage_chunk_size) X(chunk_size_auto) X(memory_budget) X(chunk_tokens) X(sort_by_length) X(retain_chunks)  \
   X(retain_memory) X(blas_threads)                                                                             \
   X(epochs) X(max_steps) X(lr) X(weight_decay) X(warmup) X(max_grad_norm) X(temperature) X(seed)              \
-  X(keep_last) X(threads) X(device) X(output) X(save_every) X(log_every) X(metrics_out) X(eval)               \
+  X(keep_last) X(threads) X(device) X(precision) X(output) X(save_every) X(log_every) X(metrics_out) X(eval)               \
   X(eval_batch_size) X(quick)
 
 void to_json(nlohmann::json& j, const TrainConfig& c) {
@@ -89,6 +91,12 @@ void validate(const TrainConfig& c) {
   require(c.save_every >= 0 && c.log_every > 0, "--save-every must be >= 0 and --log-every positive");
   require(c.threads >= 0, "--threads must be >= 0");
   require(c.eval_batch_size > 0, "--eval-batch-size must be positive");
+  require(c.precision == "fp32" || c.precision == "bf16" || c.precision == "fp16",
+          "--precision must be fp32, bf16 or fp16, got '" + c.precision + "'");
+  const auto device_type = c.device.rfind("cuda", 0) == 0 ? c10::kCUDA : c10::kCPU;
+  require(c.precision != "fp16" || gradcache::autocast_supported(gradcache::Precision::fp16, device_type),
+          "--precision fp16 on " + c.device + " needs LibTorch 2.4 or later (CPU autocast supports only bf16 "
+          "before); use --precision bf16 on CPU, or fp16 with --device cuda");
   require(!c.output.empty(), "--output must name a directory");
   const int eval_files = !c.eval_corpus.empty() + !c.eval_queries.empty() + !c.eval_qrels.empty();
   require(eval_files == 0 || eval_files == 3, "--eval-corpus, --eval-queries and --eval-qrels go together");

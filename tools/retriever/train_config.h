@@ -58,6 +58,7 @@ struct TrainConfig {
   int64_t threads = 0;         ///< intra-op threads; 0: 1
   int64_t blas_threads = 0;    ///< OpenBLAS threads; 0: 1 (see README: more only cost CPU here)
   std::string device = "cpu";
+  std::string precision = "fp32";  ///< "fp32" | "bf16" | "fp16" (autocast per model call; fp16 with loss scaling)
 
   // Output
   std::string output = "runs/default";

@@ -100,6 +100,8 @@ class Run {
   double train_step(const TokenBatch& queries, const TokenBatch& passages, int64_t step);
   double step_full(const TokenBatch& queries, const TokenBatch& passages);
   double step_accumulate(const TokenBatch& queries, const TokenBatch& passages);
+  at::Tensor encode(const gradcache::Model& model, const TokenBatch& batch);
+  void backward(const at::Tensor& loss);
   void save();
   bool stop_requested() const;
   void log(const std::string& text) { progress_->message(text); }
@@ -126,6 +128,8 @@ class Run {
   std::optional<BiEncoder> model_;
   std::unique_ptr<torch::optim::AdamW> optimizer_;
   std::unique_ptr<gradcache::GradCache> cache_;
+  gradcache::Precision precision_ = gradcache::Precision::fp32;
+  std::shared_ptr<gradcache::GradScaler> scaler_;  // fp16 only: bf16 has fp32's exponent range
   std::unique_ptr<distributed::GradientSynchronizer> sync_;  // full and accumulate modes
   gradcache::Loss loss_;
   TrainProgress progress_state_;
@@ -240,7 +244,13 @@ void Run::prepare_model() {
   if (world_ > 1 && !resumed_) torch::manual_seed(mix(config_.seed ^ mix(static_cast<uint64_t>(rank_))));
   optimizer_ = std::make_unique<torch::optim::AdamW>(
       model_->parameters(), torch::optim::AdamWOptions(config_.lr).weight_decay(config_.weight_decay));
-  if (resumed_) load_training_state(checkpoint_path_, *optimizer_, device_, rank_);
+  precision_ = gradcache::parse_precision(config_.precision);
+  if (precision_ == gradcache::Precision::fp16) {
+    auto options = gradcache::GradScalerOptions();
+    if (group_) options.agree_found_inf(distributed::any_rank(*group_));  // all ranks skip together
+    scaler_ = std::make_shared<gradcache::GradScaler>(options);
+  }
+  if (resumed_) load_training_state(checkpoint_path_, *optimizer_, device_, rank_, scaler_.get());
 
   auto options = gradcache::ContrastiveLossOptions().temperature(config_.temperature);
   if (config_.loss == "symmetric") {
@@ -257,7 +267,7 @@ void Run::choose_chunk_sizes() {
   const auto order = epoch_order(task_.train.size(), config_.seed, 0);
   const auto examples = batch_examples(order);
   gradcache::GradCacheOptions options;
-  options.split_input_fn(split_and_trim);
+  options.split_input_fn(split_and_trim).precision(precision_);
   // Probe with the longest texts first: chunks are the first rows, and the longest cost most.
   auto longest_first = [](TokenBatch batch) {
     const auto order = batch.at("attention_mask").sum(1).argsort(/*dim=*/0, /*descending=*/true);
@@ -285,7 +295,9 @@ void Run::build_cache() {
   auto options = gradcache::GradCacheOptions()
                      .split_input_fn(config_.chunk_tokens > 0 ? split_by_tokens(config_.chunk_tokens) : split_and_trim)
                      .retain_chunks(config_.retain_chunks)
-                     .memory_budget(config_.retain_memory);
+                     .memory_budget(config_.retain_memory)
+                     .precision(precision_)
+                     .scaler(scaler_);
   std::vector<gradcache::Model> models{model_->query_model(), model_->passage_model()};
   std::vector<int64_t> chunk_sizes{config_.chunk_size, passage_chunk};
   if (group_) {
@@ -336,12 +348,30 @@ TokenBatch Run::passages_of(const std::vector<int64_t>& examples, int64_t epoch)
   return batch;
 }
 
+// A model call as the cache makes it: under autocast for --precision, fp32 representation.
+at::Tensor Run::encode(const gradcache::Model& model, const TokenBatch& batch) {
+  at::Tensor rep;
+  {
+    gradcache::AutocastScope autocast(precision_, device_);
+    rep = model(gradcache::ModelInput(batch)).toTensor();
+  }
+  return gradcache::to_full_precision(rep);
+}
+
+void Run::backward(const at::Tensor& loss) {
+  if (scaler_) {
+    scaler_->scale(loss).backward();
+  } else {
+    loss.backward();
+  }
+}
+
 double Run::step_full(const TokenBatch& queries, const TokenBatch& passages) {
-  auto q = model_->query_model()(gradcache::ModelInput(queries)).toTensor();
-  auto p = model_->passage_model()(gradcache::ModelInput(passages)).toTensor();
+  auto q = encode(model_->query_model(), queries);
+  auto p = encode(model_->passage_model(), passages);
   auto loss = loss_({q, p});
   const double value = loss.item<double>();
-  if (std::isfinite(value)) loss.backward();
+  if (std::isfinite(value)) backward(loss);
   return value;
 }
 
@@ -356,12 +386,12 @@ double Run::step_accumulate(const TokenBatch& queries, const TokenBatch& passage
     TokenBatch q_sub, p_sub;
     for (const auto& [name, t] : queries) q_sub[name] = t.slice(0, start, start + rows);
     for (const auto& [name, t] : passages) p_sub[name] = t.slice(0, start * group, (start + rows) * group);
-    auto q = model_->query_model()(gradcache::ModelInput(trim_padding(q_sub))).toTensor();
-    auto p = model_->passage_model()(gradcache::ModelInput(trim_padding(p_sub))).toTensor();
+    auto q = encode(model_->query_model(), trim_padding(q_sub));
+    auto p = encode(model_->passage_model(), trim_padding(p_sub));
     auto loss = loss_({q, p}) * (static_cast<double>(rows) / (n * world_));  // a mean over the global batch
     const double value = loss.item<double>();
     if (!std::isfinite(value)) return value;
-    loss.backward();
+    backward(loss);
     total += value;
   }
   return total;
@@ -391,6 +421,17 @@ double Run::train_step(const TokenBatch& queries, const TokenBatch& passages, in
     optimizer_->zero_grad();
     return loss;
   }
+  if (scaler_) {  // fp16: the gradients come out scaled; true ones for clipping, skip on overflow
+    scaler_->unscale_(*optimizer_);
+    if (config_.max_grad_norm > 0) torch::nn::utils::clip_grad_norm_(model_->parameters(), config_.max_grad_norm);
+    const bool stepped = scaler_->step(*optimizer_);
+    scaler_->update();
+    if (!stepped) {
+      log("step " + std::to_string(step + 1) + ": inf/NaN gradients (fp16 overflow); the update is skipped and "
+          "the loss scale lowered to " + std::to_string(scaler_->get_scale()));
+    }
+    return loss;
+  }
   if (config_.max_grad_norm > 0) torch::nn::utils::clip_grad_norm_(model_->parameters(), config_.max_grad_norm);
   optimizer_->step();
   return loss;
@@ -407,7 +448,7 @@ void Run::save() {
     generators.cpu = group_->all_gather_rows(generators.cpu);
     if (generators.device.defined()) generators.device = group_->all_gather_rows(generators.device);
   }
-  if (writer()) save_checkpoint(checkpoint_path_, info, *model_, *optimizer_, generators);
+  if (writer()) save_checkpoint(checkpoint_path_, info, *model_, *optimizer_, generators, scaler_.get());
   result_.checkpoint = checkpoint_path_;
 }
 
@@ -472,7 +513,7 @@ TrainResult Run::execute() {
   }
   result_.total_steps = config_.max_steps > 0 ? config_.max_steps : config_.epochs * steps_per_epoch;
   log("training on " + std::to_string(n) + " examples: " + std::to_string(result_.total_steps) + " steps of " +
-      std::to_string(config_.batch_size) + " pairs, mode " + config_.mode + ", chunks of " +
+      std::to_string(config_.batch_size) + " pairs, mode " + config_.mode + ", " + config_.precision + ", chunks of " +
       std::to_string(config_.chunk_size) +
       (config_.chunk_tokens > 0 ? " rows or " + std::to_string(config_.chunk_tokens) + " tokens" : "") + "; threads: " +
       describe_threads() + (world_ > 1 ? "; " + std::to_string(world_) + " processes" : ""));
@@ -553,7 +594,8 @@ TrainResult Run::execute() {
   nlohmann::json summary{{"steps", progress_state_.step},     {"total_steps", result_.total_steps},
                          {"interrupted", result_.interrupted}, {"final_loss", result_.final_loss},
                          {"wall_s", result_.wall_seconds},     {"peak_rss_mb", result_.peak_rss_mb},
-                         {"mode", config_.mode},               {"batch_size", config_.batch_size},
+                         {"mode", config_.mode},               {"precision", config_.precision},
+                         {"batch_size", config_.batch_size},
                          {"chunk_size", config_.chunk_size},   {"eval", result_.eval_name},
                          {"world_size", world_},               {"untrained", baseline_},
                          {"trained", result_.trained ? to_json(*result_.trained) : nlohmann::json(nullptr)}};

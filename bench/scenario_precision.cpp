@@ -1,0 +1,97 @@
+// Scenario `precision`: a cache step in fp32 vs bf16 autocast (per model call), timed
+// interleaved, with the peak tensor memory of each and how far the bf16 gradients are from
+// the fp32 ones. On a CPU without native bf16 instructions (no AVX512-BF16 / AMX), bf16
+// GEMMs are emulated and a bf16 step can be slower than fp32: the figures say what this CPU does.
+#include "bench.h"
+
+#include <fstream>
+
+namespace gcbench {
+
+namespace {
+// CPU flags that decide whether bf16 math is native here.
+std::string bf16_cpu_flags() {
+  std::ifstream in("/proc/cpuinfo");
+  std::string line, found;
+  while (std::getline(in, line)) {
+    if (line.rfind("flags", 0) != 0) continue;
+    for (const char* flag : {"avx512_bf16", "amx_bf16", "avx512f"}) {
+      if (line.find(std::string(" ") + flag) != std::string::npos) found += std::string(found.empty() ? "" : " ") + flag;
+    }
+    break;
+  }
+  return found.empty() ? "none of avx512f, avx512_bf16, amx_bf16" : found;
+}
+}  // namespace
+
+void PrecisionSettings::add_options(OptionTable& t) {
+  model.add_options(t);
+  t.add_int("--batch", &batch, "contrastive batch (pairs)");
+  t.add_int("--chunk", &chunk, "chunk size");
+  t.add_int("--reps", &reps, "timed repetitions of each step (interleaved)");
+  t.add_int("--warmup", &warmup, "untimed rounds first");
+}
+
+ScenarioResult run_precision(const PrecisionSettings& s, const CommonSettings& common) {
+  ScenarioResult out;
+  Workload w(s.model);
+  w.train(true);
+  w.allocate_grads();
+  progress("precision: " + w.describe());
+  const Batch b = w.batch(s.batch, 5);
+  const std::vector<gradcache::Precision> precisions{gradcache::Precision::fp32, gradcache::Precision::bf16};
+  std::vector<std::unique_ptr<gradcache::GradCache>> caches;
+  for (auto p : precisions) {
+    caches.push_back(std::make_unique<gradcache::GradCache>(
+        w.models(), s.chunk, w.loss(), w.cache_options().retain_chunks(0).precision(p)));
+  }
+  // Gradients of one step each, from the same generator state (same dropout masks).
+  std::vector<std::vector<torch::Tensor>> grads;
+  std::vector<int64_t> peaks;
+  for (auto& cache : caches) {
+    torch::manual_seed(17);
+    w.zero_grads();
+    peaks.push_back(peak_bytes_of([&] { (*cache)({b.queries, b.passages}); }));
+    grads.push_back(w.grads());
+  }
+  const double error = max_relative_error(grads[1], grads[0]);
+
+  std::vector<std::function<void()>> steps;
+  for (auto& cache : caches) {
+    auto* c = cache.get();
+    steps.push_back([&w, &b, c] {
+      w.zero_grads();
+      (*c)({b.queries, b.passages});
+    });
+  }
+  const auto times = time_interleaved(steps, s.warmup, s.reps);
+
+  Table table({"precision", "median ms", "min ms", "CPU ms", "peak MiB", "vs fp32 time", "vs fp32 memory"});
+  Json rows = Json::array();
+  for (size_t i = 0; i < precisions.size(); ++i) {
+    const double m = times[i].wall_median(), lo = times[i].wall_min(), c = times[i].cpu_median();
+    rows.push_back({{"precision", gradcache::to_string(precisions[i])},
+                    {"median_s", m},
+                    {"min_s", lo},
+                    {"cpu_median_s", c},
+                    {"peak_bytes", peaks[i]},
+                    {"times", times[i].to_json()}});
+    table.add({gradcache::to_string(precisions[i]), fmt(m * 1e3, 1), fmt(lo * 1e3, 1), fmt(c * 1e3, 1), mib(peaks[i]),
+               fmt(m / times[0].wall_median(), 2), fmt(static_cast<double>(peaks[i]) / peaks[0], 2)});
+  }
+  const std::string flags = bf16_cpu_flags();
+  out.json["model"] = s.model.to_json();
+  out.json["batch"] = s.batch;
+  out.json["chunk"] = s.chunk;
+  out.json["step"] = "cache (nothing retained), autocast per model call";
+  out.json["cpu_bf16_flags"] = flags;
+  out.json["rows"] = rows;
+  out.json["bf16_vs_fp32_max_rel_grad_error"] = error;
+  out.text = "precision: cache step (nothing retained), " + std::to_string(s.batch) + " pairs in chunks of " +
+             std::to_string(s.chunk) + ", " + std::to_string(s.reps) + " interleaved repetitions; CPU flags: " +
+             flags + "\n" + table.str() + "bf16 vs fp32 gradients: max relative error " + sci(error) + "\n";
+  (void)common;
+  return out;
+}
+
+}  // namespace gcbench
