@@ -13,7 +13,10 @@
 #include <ATen/ATen.h>
 #include <c10/core/GradMode.h>
 
+#include <signal.h>
+
 #include <algorithm>
+#include <csignal>
 #include <cstdlib>
 #include <sstream>
 #include <unordered_set>
@@ -95,6 +98,12 @@ ProcessGroup ProcessGroup::create(int rank, int world_size, const std::string& h
   TORCH_CHECK(world_size >= 1 && rank >= 0 && rank < world_size, "gradcache distributed: rank ", rank,
               " is not in a group of ", world_size);
   TORCH_CHECK(port > 0 && port < 65536, "gradcache distributed: port ", port, " is not a TCP port");
+  // A peer that dies leaves its sockets closed; writing to one raises SIGPIPE, whose default
+  // action kills this process silently. Python (hence PyTorch) ignores SIGPIPE; a C++ program
+  // usually does not, so do it here, unless the program installed a handler of its own: the
+  // write then fails with EPIPE and the collective throws with a message.
+  struct sigaction current {};
+  if (sigaction(SIGPIPE, nullptr, &current) == 0 && current.sa_handler == SIG_DFL) std::signal(SIGPIPE, SIG_IGN);
   auto impl = std::make_shared<Impl>();
   impl->rank = rank;
   impl->world_size = world_size;

@@ -28,7 +28,9 @@ struct ProcessGroupOptions {
 
 /// A group of processes and the collectives gradcache needs. Every collective waits at most
 /// the group's timeout; a rank that died or never came makes the others throw a
-/// std::runtime_error that says so, never hang. Copies share the group.
+/// std::runtime_error that says so, never hang. Copies share the group. Creating one sets
+/// SIGPIPE to be ignored (as Python does) unless the program handles it: otherwise a write to a
+/// dead peer's socket would kill the process without a word.
 class ProcessGroup {
  public:
   /// From torchrun's environment: RANK, WORLD_SIZE, LOCAL_RANK, MASTER_ADDR, MASTER_PORT.
