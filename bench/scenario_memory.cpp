@@ -4,10 +4,22 @@
 // process, but the peak resident set size only grows within one.
 #include "bench.h"
 
+#include <algorithm>
 #include <cmath>
 #include <map>
 
 namespace gcbench {
+
+namespace {
+
+constexpr const char* kStreamingSuffix = "-streaming";
+
+bool is_streaming_mode(const std::string& mode) {
+  const std::string suffix = kStreamingSuffix;
+  return mode.size() > suffix.size() && mode.compare(mode.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+}  // namespace
 
 MemorySettings::MemorySettings() {
   // Powers of 4 up to 4096, and full / accumulate only up to 1024 (see the options), keep the
@@ -21,8 +33,8 @@ void MemorySettings::add_options(OptionTable& t) {
   model.add_options(t);
   t.add_ints("--batches", &batches, "contrastive batch sizes (pairs)");
   t.add_strings("--modes", &modes,
-                "full, accumulate, cache (retain 1, the default), cache-r0 (retain 0), cache-streaming (cache with the "
-                "streaming loss)");
+                "full, accumulate, cache (retain 1, the default), cache-r0 (retain 0); a cache mode ending in "
+                "-streaming uses the streaming loss (cache-streaming, cache-r0-streaming)");
   t.add_int("--chunk", &chunk, "chunk size of accumulate and cache");
   t.add_int("--check-batch", &check_batch, "batch at which the cache target is checked");
   t.add_int("--full-max", &full_max, "largest batch measured for mode full");
@@ -33,7 +45,7 @@ void MemorySettings::add_options(OptionTable& t) {
 
 void MemoryPointSettings::add_options(OptionTable& t) {
   model.add_options(t);
-  t.add_string("--mode", &mode, "full | accumulate | cache | cache-r0 | cache-streaming");
+  t.add_string("--mode", &mode, "full | accumulate | cache | cache-r0 | cache-streaming | cache-r0-streaming");
   t.add_int("--batch", &batch, "pairs");
   t.add_int("--chunk", &chunk, "chunk size");
   t.add_int("--threads", &threads, "intra-op threads");
@@ -43,7 +55,11 @@ void MemoryPointSettings::add_options(OptionTable& t) {
 Json measure_memory_point(const MemoryPointSettings& s) {
   set_threads(s.threads, s.blas_threads);
   ModelSettings model = s.model;
-  if (s.mode == "cache-streaming") model.loss = "streaming";
+  std::string mode = s.mode;
+  if (is_streaming_mode(mode)) {
+    model.loss = "streaming";
+    mode.resize(mode.size() - std::string(kStreamingSuffix).size());
+  }
   Workload w(model);
   w.train(true);
   w.allocate_grads();  // the gradients exist before a training step (after the first)
@@ -57,15 +73,15 @@ Json measure_memory_point(const MemoryPointSettings& s) {
     peak = peak_bytes_of([&] { w.step_full(b); });
   } else if (s.mode == "accumulate") {
     peak = peak_bytes_of([&] { w.step_accumulate(b, s.chunk); });
-  } else if (s.mode == "cache" || s.mode == "cache-r0" || s.mode == "cache-streaming") {
-    const int64_t retain = s.mode == "cache-r0" ? 0 : -1;
+  } else if (mode == "cache" || mode == "cache-r0") {
+    const int64_t retain = mode == "cache-r0" ? 0 : -1;
     RecordingGradCache cache(w.models(), s.chunk, w.loss(), w.cache_options().retain_chunks(retain));
     peak = peak_bytes_of([&] { cache({b.queries, b.passages}); });
     extra["retain_chunks"] = retain;
     extra["retained_chunks"] = cache.retained_chunks;
   } else {
-    throw std::invalid_argument("--mode: expected full, accumulate, cache, cache-r0 or cache-streaming, got '" +
-                                s.mode + "'");
+    throw std::invalid_argument("--mode: expected full, accumulate, cache, cache-r0, cache-streaming or "
+                                "cache-r0-streaming, got '" + s.mode + "'");
   }
   const int64_t rss_peak = peak_rss_bytes();
   // The loss step alone (step 2 of the cache): leaf representations, the loss (N x M scores
@@ -142,7 +158,7 @@ ScenarioResult run_memory(const MemorySettings& s, const CommonSettings& common)
   }
   header.push_back("cache MiB");
   header.push_back("loss step MiB");
-  const bool has_streaming = by_mode.count("cache-streaming") > 0;
+  const bool has_streaming = std::any_of(s.modes.begin(), s.modes.end(), is_streaming_mode);
   if (has_streaming) header.push_back("streaming loss step MiB");
   Table table(header);
   for (int64_t n : s.batches) {
@@ -161,7 +177,7 @@ ScenarioResult run_memory(const MemorySettings& s, const CommonSettings& common)
     int64_t loss_peak = -1, streaming_loss_peak = -1;
     for (const auto& m : s.modes) {
       if (!by_mode[m].count(n)) continue;
-      (m == "cache-streaming" ? streaming_loss_peak : loss_peak) = by_mode[m][n]["loss_step_peak_bytes"].get<int64_t>();
+      (is_streaming_mode(m) ? streaming_loss_peak : loss_peak) = by_mode[m][n]["loss_step_peak_bytes"].get<int64_t>();
     }
     row.push_back(loss_peak < 0 ? "-" : mib(loss_peak));
     if (has_streaming) row.push_back(streaming_loss_peak < 0 ? "-" : mib(streaming_loss_peak));
@@ -174,7 +190,8 @@ ScenarioResult run_memory(const MemorySettings& s, const CommonSettings& common)
 
   // Targets. Cache: peak(N_check) <= (1 + limit) * (peak(N_min) + cache bytes(N_check)).
   Json targets = Json::array();
-  for (const std::string mode : {"cache", "cache-r0", "cache-streaming"}) {
+  for (const std::string& mode : s.modes) {
+    if (mode.rfind("cache", 0) != 0) continue;
     const auto& pts = by_mode[mode];
     if (pts.empty()) continue;
     if (!pts.count(s.check_batch)) {
@@ -191,7 +208,7 @@ ScenarioResult run_memory(const MemorySettings& s, const CommonSettings& common)
     // chunk) their graphs are alive during the loss step, so the peaks add up; with nothing
     // retained the step's peak is the larger of a chunk's and the loss step's.
     const double cache_b = static_cast<double>(cache_bytes(s.check_batch, s.check_batch, s.model.dim));
-    const bool retained = mode != "cache-r0";
+    const bool retained = mode.rfind("cache-r0", 0) != 0;
     const double with_loss = retained ? predicted + loss_peak : std::max(predicted, loss_peak + cache_b);
     out.json[mode + "_check"] = {{"batch", s.check_batch},
                                  {"loss_step_peak_bytes", loss_peak},

@@ -23,11 +23,11 @@
 extern char** environ;
 
 namespace gc = gradcache;
+using gctest::kTol64;
 namespace gd = gradcache::distributed;
 
 namespace {
 
-constexpr double kTol64 = 1e-13;  // float64: the ranks only change summation order
 
 // ---- the workers ---------------------------------------------------------------------------
 

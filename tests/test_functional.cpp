@@ -3,10 +3,10 @@
 #include "test_util.h"
 
 namespace gc = gradcache;
+using gctest::kTol64;
 namespace gf = gradcache::functional;
 
 namespace {
-constexpr double kTol64 = 1e-13;  // as in test_grad_cache.cpp: only summation order differs
 }
 
 TEST(Functional, SixteenLoaderBatchesMakeOneLargeBatch) {

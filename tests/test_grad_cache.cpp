@@ -12,6 +12,10 @@
 #include "test_util.h"
 
 namespace gc = gradcache;
+using gctest::kTol64;
+using gctest::kTol32;
+using gctest::recording;
+using gctest::Recorder;
 using gctest::grads_of;
 using gctest::max_rel_error;
 using gctest::report_error;
@@ -19,8 +23,6 @@ using gctest::zero_grads;
 
 namespace {
 
-constexpr double kTol64 = 1e-13;
-constexpr double kTol32 = 1e-5;
 
 std::vector<torch::Tensor> params_of(const std::vector<gc::Model>& models) {
   std::vector<torch::Tensor> out;
@@ -71,18 +73,6 @@ std::vector<torch::Tensor> cache_grads(gc::GradCache& cache, const std::vector<g
   return grads_of(params);
 }
 
-// A model that records every representation it returns, with the grad mode it ran in.
-struct Recorder {
-  std::vector<torch::Tensor> no_grad_outputs, grad_outputs;
-};
-gc::Model recording(gctest::Mlp mlp, std::shared_ptr<Recorder> rec) {
-  return gc::Model([mlp, rec](const torch::Tensor& x) mutable {
-           auto y = mlp(x);
-           (torch::GradMode::is_enabled() ? rec->grad_outputs : rec->no_grad_outputs).push_back(y.detach().clone());
-           return y;
-         })
-      .with_state_of(mlp);
-}
 
 }  // namespace
 

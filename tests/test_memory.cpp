@@ -3,10 +3,10 @@
 #include "test_util.h"
 
 namespace gc = gradcache;
+using gctest::kTol64;
 
 namespace {
 
-constexpr double kTol64 = 1e-13;  // as in test_grad_cache.cpp: only summation order differs
 
 // Counts the model's forward calls with grad (replays and retained chunks) and without.
 struct CallCounter {

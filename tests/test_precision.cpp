@@ -22,6 +22,8 @@
 #include <sstream>
 
 namespace gc = gradcache;
+using gctest::recording;
+using gctest::Recorder;
 using gctest::grads_of;
 using gctest::max_rel_error;
 using gctest::report_error;
@@ -40,18 +42,6 @@ std::vector<torch::Tensor> params_of(std::initializer_list<torch::nn::Module*> m
   return out;
 }
 
-// Records every representation a model returns (dtype included) and the grad mode.
-struct Recorder {
-  std::vector<torch::Tensor> no_grad_outputs, grad_outputs;
-};
-gc::Model recording(gctest::Mlp mlp, std::shared_ptr<Recorder> rec) {
-  return gc::Model([mlp, rec](const torch::Tensor& x) mutable {
-           auto y = mlp(x);
-           (torch::GradMode::is_enabled() ? rec->grad_outputs : rec->no_grad_outputs).push_back(y.detach().clone());
-           return y;
-         })
-      .with_state_of(mlp);
-}
 
 // The bf16 full batch, chunked: each chunk with grad under its own autocast scope (as the
 // cache's calls), fp32 representations, one loss and one backward.

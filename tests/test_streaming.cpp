@@ -12,6 +12,8 @@
 #include <limits>
 
 namespace gc = gradcache;
+using gctest::kTol64;
+using gctest::kTol32;
 namespace gf = gradcache::functional;
 using gctest::grads_of;
 using gctest::max_rel_error;
@@ -20,8 +22,6 @@ using gctest::zero_grads;
 
 namespace {
 
-constexpr double kTol64 = 1e-13;
-constexpr double kTol32 = 1e-5;
 
 // Every value the loss depends on, as leaves.
 struct Leaves {

@@ -101,4 +101,23 @@ inline bool any_grad(const std::vector<torch::Tensor>& params) {
   return false;
 }
 
+/// Tolerances of "equal to the full batch" (README, How exactness is tested): the cache only
+/// changes the order of summation, so errors are about n * eps for reductions of n ~ 100
+/// terms: 1e-13 in float64, 1e-5 in float32.
+constexpr double kTol64 = 1e-13;
+constexpr double kTol32 = 1e-5;
+
+/// Records every representation a model returns (dtype included), by the grad mode it ran in.
+struct Recorder {
+  std::vector<torch::Tensor> no_grad_outputs, grad_outputs;
+};
+inline gradcache::Model recording(Mlp mlp, std::shared_ptr<Recorder> rec) {
+  return gradcache::Model([mlp, rec](const torch::Tensor& x) mutable {
+           auto y = mlp(x);
+           (torch::GradMode::is_enabled() ? rec->grad_outputs : rec->no_grad_outputs).push_back(y.detach().clone());
+           return y;
+         })
+      .with_state_of(mlp);
+}
+
 }  // namespace gctest
