@@ -85,7 +85,11 @@ def main():
         json.dump(result, f, indent=2)
         f.write("\n")
 
+    one_seed = len(rows[0]["seeds"]) == 1
+
     def pm(d, scale=100, digits=2):
+        if one_seed:
+            return f"{d['mean'] * scale:.{digits}f}"
         return f"{d['mean'] * scale:.{digits}f} ± {d['std'] * scale:.{digits}f}"
 
     table = [
@@ -105,7 +109,9 @@ def main():
     table.append("")
     examples = sorted({r["examples"] for r in rows})
     same = f"{examples[0]:,}" if len(examples) == 1 else f"{examples[0]:,} to {examples[-1]:,}"
-    table.append(f"Mean ± sample standard deviation over seeds {', '.join(map(str, rows[0]['seeds']))}; "
+    spread = (f"Seed {rows[0]['seeds'][0]}" if one_seed else
+              f"Mean ± sample standard deviation over seeds {', '.join(map(str, rows[0]['seeds']))}")
+    table.append(f"{spread}; "
                  f"{same} training examples per run (updates x batch; each epoch drops its last incomplete "
                  f"batch). Peak RSS is the process's high-water mark at the end of training (data, tokenizer "
                  f"and model included) and at the end of the run (after encoding the corpus for the evaluation); "

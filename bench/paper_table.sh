@@ -4,10 +4,11 @@
 #
 #   bash bench/paper_table.sh [--out DIR] [--quick] [--docs DIR] [--seeds "1 2 3"] [--lr-scale F]
 #
-# Full version: ~55 min on this 2-core machine (12 runs one after another); writes
+# Full version: 41 min 23 s measured on this shared 2-core machine (12 runs of ~3.3 min one
+# after another, plus the tokenizer); writes
 # docs/paper_table.md (the table between its markers; the text around it is kept),
 # docs/paper_table.json and docs/paper_table.png, and each run's output under DIR
-# (default runs/paper_table-DATE). --quick: a ~1 min smoke test (tiny model, a data subset,
+# (default runs/paper_table-DATE). --quick: a ~30 s smoke test (tiny model, a data subset,
 # a few steps), everything, docs included, in a temporary directory. --docs DIR: write the
 # table there instead of docs/; --seeds: other seeds; --lr-scale F: every setting's learning
 # rate times F (a sensitivity check of the rule below; use it with --docs).
