@@ -39,6 +39,13 @@ done
 expect_status 0 $? "eval"
 grep -q '"recall@10"' "$work/eval.json" || fail "eval --json printed no recall@10"
 
+# --eval-baseline false: only the trained model is evaluated.
+"$bin" train --quick --steps 2 --eval-baseline false --output "$work/nobase" >"$work/nobase.out" 2>"$work/nobase.err"
+expect_status 0 $? "train --eval-baseline false"
+grep -q "untrained" "$work/nobase.out" "$work/nobase.err" && fail "--eval-baseline false evaluated the untrained model"
+grep -q '"untrained": null' "$work/nobase/summary.json" || fail "--eval-baseline false: summary.json has a baseline"
+grep -q '"recall@10"' "$work/nobase/summary.json" || fail "--eval-baseline false: no trained metrics"
+
 # A config file stands in for flags; a flag overrides it.
 echo '{"batch_size": 128, "chunk_size": 16, "max_steps": 3, "eval": false}' >"$work/config.json"
 "$bin" train --quick --config "$work/config.json" --chunk-size 32 --output "$work/cfg" >/dev/null 2>"$work/cfg.err"

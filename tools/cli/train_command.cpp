@@ -186,6 +186,9 @@ std::function<int()> add_train_command(CLI::App& app, int argc, char** argv) {
   output->add_option("--metrics-out", c.metrics_out, "Metrics as JSON lines (default: OUTPUT/metrics.jsonl)");
   output->add_option("--eval", c.eval, "Evaluate before and after training when there is evaluation data")
       ->capture_default_str();
+  output->add_option("--eval-baseline", c.eval_baseline,
+                     "With --eval: also evaluate the untrained model before training (false: only after)")
+      ->capture_default_str();
   output->add_option("--eval-batch-size", c.eval_batch_size, "Encoding batch of the evaluation")->capture_default_str();
   output->add_flag("--resume", flags->resume, "Continue the run in --output from its checkpoint");
   output->add_flag("--overwrite", flags->overwrite, "Start afresh even if --output holds a run");

@@ -18,8 +18,8 @@ namespace retriever {
   X(passage_chunk_size) X(chunk_size_auto) X(memory_budget) X(chunk_tokens) X(sort_by_length) X(retain_chunks)  \
   X(retain_memory) X(blas_threads)                                                                             \
   X(epochs) X(max_steps) X(lr) X(weight_decay) X(warmup) X(max_grad_norm) X(temperature) X(seed)              \
-  X(keep_last) X(threads) X(device) X(precision) X(output) X(save_every) X(log_every) X(metrics_out) X(eval)               \
-  X(eval_batch_size) X(quick)
+  X(keep_last) X(threads) X(device) X(precision) X(output) X(save_every) X(log_every) X(metrics_out) X(eval)  \
+  X(eval_baseline) X(eval_batch_size) X(quick)
 
 void to_json(nlohmann::json& j, const TrainConfig& c) {
   j = nlohmann::json::object();
@@ -128,8 +128,8 @@ int64_t parse_bytes(const std::string& text, const std::string& flag) {
 
 namespace {
 // Settings a resumed run may change: where it writes and logs, and how it uses the machine.
-const char* const kFreeOnResume[] = {"output", "save_every", "log_every", "metrics_out", "eval", "eval_batch_size",
-                                     "threads", "blas_threads"};
+const char* const kFreeOnResume[] = {"output", "save_every", "log_every", "metrics_out", "eval", "eval_baseline",
+                                     "eval_batch_size", "threads", "blas_threads"};
 }  // namespace
 
 nlohmann::json resume_invariant(const TrainConfig& c) {

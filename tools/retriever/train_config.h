@@ -66,6 +66,7 @@ struct TrainConfig {
   int64_t log_every = 10;
   std::string metrics_out;  ///< JSON lines; default OUTPUT/metrics.jsonl
   bool eval = true;         ///< evaluate before and after training when there is evaluation data
+  bool eval_baseline = true;  ///< with eval: also evaluate the untrained model before training
   int64_t eval_batch_size = 512;
   bool quick = false;       ///< a tiny run for smoke tests
 };

@@ -519,7 +519,9 @@ TrainResult Run::execute() {
       describe_threads() + (world_ > 1 ? "; " + std::to_string(world_) + " processes" : ""));
 
   if (!resumed_) {
-    if (auto m = evaluate_now("untrained")) baseline_ = to_json(*m);
+    if (config_.eval_baseline) {
+      if (auto m = evaluate_now("untrained")) baseline_ = to_json(*m);
+    }
   } else {
     log("resuming at step " + std::to_string(progress_state_.step));
   }
