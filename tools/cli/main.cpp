@@ -6,6 +6,9 @@
 
 #include <c10/util/Exception.h>
 
+#include <time.h>
+
+#include <atomic>
 #include <csignal>
 #include <cstring>
 #include <iostream>
@@ -18,8 +21,26 @@ std::atomic<int> stop_signal{0};
 
 namespace {
 
+// Seconds since boot, by an async-signal-safe call.
+double monotonic_seconds() {
+  timespec t{};
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return static_cast<double>(t.tv_sec) + static_cast<double>(t.tv_nsec) * 1e-9;
+}
+
+std::atomic<double> first_signal_at{0};
+
+// The first signal asks for a checkpoint and a clean stop; a second one, later, stops at once.
+// Signals within a second of the first are the same request arriving twice: Ctrl-C reaches
+// every process of the terminal's group and torchrun forwards it to its workers as well (as
+// `timeout` does with SIGTERM), which must not cost the checkpoint.
 extern "C" void on_stop_signal(int signal) {
-  if (gradcache::cli::stop_signal.load() != 0) std::_Exit(128 + signal);  // a second Ctrl-C: now
+  const double now = monotonic_seconds();
+  if (gradcache::cli::stop_signal.load() != 0) {
+    if (now - first_signal_at.load() > 1.0) std::_Exit(128 + signal);
+    return;
+  }
+  first_signal_at.store(now);
   gradcache::cli::stop_signal.store(signal);
 }
 
