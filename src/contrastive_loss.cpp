@@ -1,5 +1,7 @@
 #include <gradcache/contrastive_loss.h>
 
+#include "detail/targets.h"
+
 #include <ATen/ATen.h>
 
 #include <cmath>
@@ -31,26 +33,6 @@ at::Tensor scores(const at::Tensor& q, const at::Tensor& p, const ContrastiveLos
   return a.matmul(b.t()) / options.temperature();
 }
 
-// Each query's positive column: explicit, or i * (1 + k) with M = N * (1 + k).
-at::Tensor positive_columns(const at::Tensor& target, int64_t n, int64_t m, const c10::Device& device) {
-  if (!target.defined()) {
-    TORCH_CHECK(m % n == 0, "contrastive_loss: ", m, " passages for ", n, " queries: the number of passages must be ",
-                "a multiple of the number of queries (each query's positive followed by its k hard negatives); ",
-                "pass explicit targets for other layouts");
-    return at::arange(0, m, m / n, at::TensorOptions().dtype(at::kLong).device(device));
-  }
-  TORCH_CHECK(target.dim() == 1 && target.size(0) == n, "contrastive_loss: target must have one entry per query (",
-              n, "), got shape ", target.sizes());
-  TORCH_CHECK(target.scalar_type() == at::kLong, "contrastive_loss: target must be int64, got ",
-              target.scalar_type());
-  if (n > 0) {
-    const auto lo = target.min().item<int64_t>(), hi = target.max().item<int64_t>();
-    TORCH_CHECK(lo >= 0 && hi < m, "contrastive_loss: target entries must be passage rows in [0, ", m, "), got [", lo,
-                ", ", hi, "]");
-  }
-  return target.to(device);
-}
-
 }  // namespace
 
 Reduction parse_reduction(const std::string& name) {
@@ -62,14 +44,14 @@ Reduction parse_reduction(const std::string& name) {
 at::Tensor contrastive_loss(const at::Tensor& q, const at::Tensor& p, const ContrastiveLossOptions& options,
                             const at::Tensor& target) {
   const auto s = scores(q, p, options);
-  const auto t = positive_columns(target, q.size(0), p.size(0), s.device());
+  const auto t = detail::positive_columns(target, q.size(0), p.size(0), s.device(), "contrastive_loss");
   return at::cross_entropy_loss(s, t, {}, to_aten(options.reduction()));
 }
 
 at::Tensor symmetric_contrastive_loss(const at::Tensor& q, const at::Tensor& p, const ContrastiveLossOptions& options,
                                       const at::Tensor& target) {
   const auto s = scores(q, p, options);
-  const auto t = positive_columns(target, q.size(0), p.size(0), s.device());
+  const auto t = detail::positive_columns(target, q.size(0), p.size(0), s.device(), "contrastive_loss");
   const auto query_to_passage = at::cross_entropy_loss(s, t, {}, to_aten(options.reduction()));
   // Rows: each query's positive passage; columns: the N queries; target: its own query.
   const auto passage_to_query = at::cross_entropy_loss(s.index_select(1, t).t(), at::arange(q.size(0), t.options()),

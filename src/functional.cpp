@@ -35,13 +35,6 @@ at::Tensor cat_rows(const std::vector<at::Tensor>& tensors) {
   return tensors.size() == 1 ? tensors[0] : at::cat(tensors, 0);
 }
 
-c10::Device autocast_device(const std::vector<c10::Device>& devices) {
-  for (const auto& d : devices) {
-    if (!d.is_cpu()) return d;  // an accelerator computes; CPU tensors there are indices and such
-  }
-  return c10::Device(c10::kCPU);
-}
-
 }  // namespace detail
 
 void Replay::run(const std::vector<at::Tensor>& reps) const {

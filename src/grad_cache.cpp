@@ -129,16 +129,9 @@ std::vector<ModelInput> GradCache::split_inputs(const ModelInput& input, int64_t
 
 c10::IValue GradCache::model_call(const Model& model, const ModelInput& chunk) {
   if (options_.precision() == Precision::fp32) return model(chunk);
-  // Autocast for the device the model computes on: an accelerator among its parameters' and
-  // its input's devices, else CPU.
-  c10::Device device(c10::kCPU);
-  for (const auto& d : merge(devices_of(model.parameters()), devices_of(chunk.tensors()))) {
-    if (!d.is_cpu()) {
-      device = d;
-      break;
-    }
-  }
-  AutocastScope autocast(options_.precision(), device);
+  // Autocast for the device the model computes on, from its parameters' and its input's devices.
+  AutocastScope autocast(options_.precision(),
+                         autocast_device(merge(devices_of(model.parameters()), devices_of(chunk.tensors()))));
   return model(chunk);
 }
 

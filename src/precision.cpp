@@ -75,6 +75,13 @@ AutocastScope::~AutocastScope() {
   detail::set_autocast_dtype(device_type_, previous_dtype_);
 }
 
+c10::Device autocast_device(const std::vector<c10::Device>& devices) {
+  for (const auto& d : devices) {
+    if (!d.is_cpu()) return d;
+  }
+  return c10::Device(c10::kCPU);
+}
+
 at::Tensor to_full_precision(const at::Tensor& t) {
   if (t.defined() && (t.scalar_type() == c10::kBFloat16 || t.scalar_type() == c10::kHalf)) return t.to(c10::kFloat);
   return t;

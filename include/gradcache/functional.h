@@ -92,9 +92,6 @@ struct Reps<std::tuple<T...>> {
 
 at::Tensor cat_rows(const std::vector<at::Tensor>& tensors);
 
-// Where autocast applies to a call: the first accelerator among its tensors' devices, else CPU.
-c10::Device autocast_device(const std::vector<c10::Device>& devices);
-
 template <class T>
 decltype(auto) cat_if_list(T&& arg) {
   if constexpr (std::is_same_v<std::decay_t<T>, std::vector<at::Tensor>>) {
@@ -156,7 +153,7 @@ auto cached(Fn fn, Precision precision = Precision::fp32) {
     (detail::add_arg(state, args), ...);
     auto devices = devices_of(state.tensors);
     auto rng_state = RngState::capture(devices);
-    const c10::Device device = detail::autocast_device(devices);
+    const c10::Device device = autocast_device(devices);
     R out = [&] {
       c10::NoGradGuard no_grad;
       AutocastScope autocast(precision, device);

@@ -6,6 +6,7 @@
 #include <c10/core/ScalarType.h>
 
 #include <string>
+#include <vector>
 
 namespace gradcache {
 
@@ -46,6 +47,10 @@ class AutocastScope {
   bool was_enabled_ = false;
   c10::ScalarType previous_dtype_ = c10::kFloat;
 };
+
+/// The device whose autocast applies to a call computing on tensors of `devices`: the first
+/// accelerator among them (CPU tensors there are indices and such), else CPU.
+c10::Device autocast_device(const std::vector<c10::Device>& devices);
 
 /// `t` in fp32 if it is bf16 or fp16 (differentiably), otherwise `t` itself. What the loss sees.
 at::Tensor to_full_precision(const at::Tensor& t);

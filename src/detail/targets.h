@@ -1,5 +1,5 @@
-// Each query's positive column, shared by the streaming loss and the dual cache. The same
-// rules (and messages) as contrastive_loss(): the stride-(1 + k) layout, or explicit targets.
+// Each query's positive column, shared by the dense and streaming losses and the dual cache:
+// the stride-(1 + k) layout, or explicit targets.
 #pragma once
 
 #include <ATen/ATen.h>
@@ -22,9 +22,11 @@ inline at::Tensor positive_columns(const at::Tensor& target, int64_t n, int64_t 
   TORCH_CHECK(target.dim() == 1 && target.size(0) == n, who, ": target must have one entry per query (", n,
               "), got shape ", target.sizes());
   TORCH_CHECK(target.scalar_type() == at::kLong, who, ": target must be int64, got ", target.scalar_type());
-  const auto lo = target.min().item<int64_t>(), hi = target.max().item<int64_t>();
-  TORCH_CHECK(lo >= 0 && hi < m, who, ": target entries must be passage rows in [0, ", m, "), got [", lo, ", ", hi,
-              "]");
+  if (n > 0) {
+    const auto lo = target.min().item<int64_t>(), hi = target.max().item<int64_t>();
+    TORCH_CHECK(lo >= 0 && hi < m, who, ": target entries must be passage rows in [0, ", m, "), got [", lo, ", ", hi,
+                "]");
+  }
   return target.to(device);
 }
 

@@ -421,19 +421,19 @@ double Run::train_step(const TokenBatch& queries, const TokenBatch& passages, in
     optimizer_->zero_grad();
     return loss;
   }
-  if (scaler_) {  // fp16: the gradients come out scaled; true ones for clipping, skip on overflow
-    scaler_->unscale_(*optimizer_);
-    if (config_.max_grad_norm > 0) torch::nn::utils::clip_grad_norm_(model_->parameters(), config_.max_grad_norm);
-    const bool stepped = scaler_->step(*optimizer_);
-    scaler_->update();
-    if (!stepped) {
-      log("step " + std::to_string(step + 1) + ": inf/NaN gradients (fp16 overflow); the update is skipped and "
-          "the loss scale lowered to " + std::to_string(scaler_->get_scale()));
-    }
+  // fp16: the gradients come out scaled; clip the true ones, and skip the update on overflow.
+  if (scaler_) scaler_->unscale_(*optimizer_);
+  if (config_.max_grad_norm > 0) torch::nn::utils::clip_grad_norm_(model_->parameters(), config_.max_grad_norm);
+  if (!scaler_) {
+    optimizer_->step();
     return loss;
   }
-  if (config_.max_grad_norm > 0) torch::nn::utils::clip_grad_norm_(model_->parameters(), config_.max_grad_norm);
-  optimizer_->step();
+  const bool stepped = scaler_->step(*optimizer_);
+  scaler_->update();
+  if (!stepped) {
+    log("step " + std::to_string(step + 1) + ": inf/NaN gradients (fp16 overflow); the update is skipped and "
+        "the loss scale lowered to " + std::to_string(scaler_->get_scale()));
+  }
   return loss;
 }
 
@@ -457,10 +457,7 @@ void Run::save() {
 bool Run::stop_requested() const {
   int stop = options_.stop ? options_.stop->load() : 0;
   if (options_.stop_after_steps > 0 && progress_state_.step >= options_.stop_after_steps) stop = stop ? stop : -1;
-  if (!group_) return stop != 0;
-  std::vector<at::Tensor> flag{torch::tensor({stop != 0 ? int64_t{1} : int64_t{0}})};
-  group_->all_reduce_sum(flag);
-  return flag[0].item<int64_t>() > 0;
+  return group_ ? distributed::any_rank(*group_)(stop != 0) : stop != 0;
 }
 
 std::optional<RetrievalMetrics> Run::evaluate_now(const char* what) {
