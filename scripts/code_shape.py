@@ -1,0 +1,208 @@
+#!/usr/bin/env python3
+"""The shape of the code, measured: function and file lengths, and the lines a reader opens
+to follow one cache step.
+
+    python3 scripts/code_shape.py            # report; exit 1 if a limit is exceeded
+    python3 scripts/code_shape.py --json     # the same as JSON
+    python3 scripts/code_shape.py --top 10   # the longest functions
+
+Limits (the redesign issue): no function over 80 lines in the library, the program, the
+benchmarks, the tests or the examples; no source file over 500 lines; the files of one cache
+step (CACHE_STEP_FILES, also listed in the README's layout section) at most 1,000 lines.
+
+A function's length runs from the line of its signature to its closing brace. Functions are
+found by brace matching on the source with comments, strings and character literals blanked
+out: a block is a function body when the text before its '{' ends like a parameter list
+(')' then qualifiers, a trailing return type or a constructor's initializer list). Lambdas
+count as part of the function that holds them; class and namespace bodies are descended
+into, so member functions defined in a class are measured too.
+"""
+import argparse
+import json
+import re
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+SOURCE_DIRS = ["include", "src", "retriever", "tools", "bench", "tests", "examples"]
+SUFFIXES = {".h", ".hpp", ".cpp", ".cc"}
+MAX_FUNCTION_LINES = 80
+MAX_FILE_LINES = 500
+MAX_CACHE_STEP_LINES = 1000
+
+# What a reader opens to follow one cache step of GradCache, from the call to the last
+# backward: the class, the step base, how a chunk reaches a model, splitting, the generator
+# replay, the loss interface and what a model is called with.
+CACHE_STEP_FILES = [
+    "include/gradcache/grad_cache.h",
+    "src/grad_cache.cpp",
+    "include/gradcache/cache_steps.h",
+    "src/cache_steps.cpp",
+    "include/gradcache/model_call.h",
+    "src/model_call.cpp",
+    "include/gradcache/retention.h",
+    "src/retention.cpp",
+    "include/gradcache/split.h",
+    "src/split.cpp",
+    "include/gradcache/rng_state.h",
+    "src/rng_state.cpp",
+    "include/gradcache/loss.h",
+    "include/gradcache/model_input.h",
+]
+
+_TOKEN = re.compile(r'//[^\n]*|/\*.*?\*/|R"([^(]*)\(.*?\)\1"|"(?:\\.|[^"\\\n])*"|\'(?:\\.|[^\'\\\n])*\'', re.S)
+
+
+def blank(text):
+    """Comments, strings and character literals replaced by spaces (newlines kept)."""
+    return _TOKEN.sub(lambda m: re.sub(r"[^\n]", " ", m.group(0)), text)
+
+
+_NOT_FUNCTION = re.compile(r"\b(class|struct|union|enum|namespace)\b[^;{}()]*$|=\s*$|\b(extern\s+\"C\")\s*$")
+_PARAMS_END = re.compile(
+    r"\)\s*(const|override|final|noexcept(\s*\([^()]*\))?|mutable|volatile|&|&&|\s)*"
+    r"(->\s*[\w:<>,\s*&]+)?\s*$")
+_CONTROL = re.compile(r"\b(if|for|while|switch|catch|return)\s*\($")
+
+
+def _head(code, brace):
+    """The text between the previous statement or block boundary and the '{' at `brace`."""
+    start = max(code.rfind(";", 0, brace), code.rfind("}", 0, brace), code.rfind("{", 0, brace)) + 1
+    return code[start:brace]
+
+
+def _initializer_list_head(head):
+    """For `Ctor(args) : a_(x), b_{y}`: the text up to the ':' that starts the list."""
+    depth = 0
+    for i in range(len(head) - 1, -1, -1):
+        c = head[i]
+        if c in ")]>":
+            depth += 1
+        elif c in "([<":
+            depth -= 1
+        elif c == ":" and depth == 0 and (i == 0 or head[i - 1] != ":") and (i + 1 >= len(head) or head[i + 1] != ":"):
+            return head[:i]
+    return None
+
+
+def is_function_body(code, brace):
+    head = _head(code, brace)
+    if _NOT_FUNCTION.search(head):
+        return False
+    stripped = head.rstrip()
+    if _PARAMS_END.search(stripped):
+        # `if (...) {`, `for (...) {` or a lambda `](...) {` are not function definitions.
+        open_paren = _matching_open(stripped)
+        before = stripped[:open_paren].rstrip() if open_paren is not None else ""
+        if re.search(r"\b(if|for|while|switch|catch)$", before) or before.endswith("]"):
+            return False
+        return bool(re.search(r"[\w>~=\]\)]$|operator\s*\S+$", before))
+    init = _initializer_list_head(stripped)
+    return init is not None and _PARAMS_END.search(init.rstrip()) is not None
+
+
+def _matching_open(text):
+    """Index of the '(' matching the last ')' of `text` (after trailing qualifiers)."""
+    end = text.rfind(")")
+    depth = 0
+    for i in range(end, -1, -1):
+        if text[i] == ")":
+            depth += 1
+        elif text[i] == "(":
+            depth -= 1
+            if depth == 0:
+                return i
+    return None
+
+
+def functions(path):
+    """(name, first line, last line) of each outermost function body in the file."""
+    code = blank(path.read_text(errors="replace"))
+    found, stack = [], []  # stack: (brace index, is function)
+    inside_function = 0
+    for i, c in enumerate(code):
+        if c == "{":
+            fn = inside_function == 0 and is_function_body(code, i)
+            stack.append((i, fn))
+            inside_function += fn
+        elif c == "}" and stack:
+            start, fn = stack.pop()
+            if fn:
+                inside_function -= 1
+                head = _head(code, start)
+                offset = len(head) - len(head.lstrip())
+                first = code.count("\n", 0, start - len(head) + offset) + 1
+                last = code.count("\n", 0, i) + 1
+                name = re.sub(r"\s+", " ", head.strip())[:100]
+                found.append((name, first, last))
+    return found
+
+
+def source_files():
+    for d in SOURCE_DIRS:
+        for p in sorted((ROOT / d).rglob("*")):
+            if p.suffix in SUFFIXES and p.is_file():
+                yield p
+
+
+def measure():
+    files, funcs = [], []
+    for p in source_files():
+        rel = str(p.relative_to(ROOT))
+        files.append({"file": rel, "lines": len(p.read_text(errors="replace").splitlines())})
+        for name, first, last in functions(p):
+            funcs.append({"file": rel, "line": first, "lines": last - first + 1, "function": name})
+    funcs.sort(key=lambda f: -f["lines"])
+    files.sort(key=lambda f: -f["lines"])
+    step = []
+    for rel in CACHE_STEP_FILES:
+        p = ROOT / rel
+        if p.exists():
+            step.append({"file": rel, "lines": len(p.read_text().splitlines())})
+    return {
+        "limits": {"function_lines": MAX_FUNCTION_LINES, "file_lines": MAX_FILE_LINES,
+                   "cache_step_lines": MAX_CACHE_STEP_LINES},
+        "functions_over_limit": [f for f in funcs if f["lines"] > MAX_FUNCTION_LINES],
+        "files_over_limit": [f for f in files if f["lines"] > MAX_FILE_LINES],
+        "longest_functions": funcs,
+        "largest_files": files,
+        "cache_step_files": step,
+        "cache_step_lines": sum(s["lines"] for s in step),
+    }
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--json", action="store_true", help="print the measurements as JSON")
+    parser.add_argument("--top", type=int, default=5, help="how many of the longest functions and files to list")
+    args = parser.parse_args()
+    m = measure()
+    ok = not m["functions_over_limit"] and not m["files_over_limit"] and m["cache_step_lines"] <= MAX_CACHE_STEP_LINES
+    if args.json:
+        m["longest_functions"] = m["longest_functions"][: args.top]
+        m["largest_files"] = m["largest_files"][: args.top]
+        m["ok"] = ok
+        print(json.dumps(m, indent=2))
+        return 0 if ok else 1
+    print(f"longest functions (limit {MAX_FUNCTION_LINES} lines):")
+    for f in m["longest_functions"][: args.top]:
+        print(f"  {f['lines']:4d}  {f['file']}:{f['line']}  {f['function']}")
+    print(f"largest files (limit {MAX_FILE_LINES} lines):")
+    for f in m["largest_files"][: args.top]:
+        print(f"  {f['lines']:4d}  {f['file']}")
+    print(f"one cache step: {m['cache_step_lines']} lines in {len(m['cache_step_files'])} files "
+          f"(limit {MAX_CACHE_STEP_LINES})")
+    for s in m["cache_step_files"]:
+        print(f"  {s['lines']:4d}  {s['file']}")
+    for f in m["functions_over_limit"]:
+        print(f"FAIL function over {MAX_FUNCTION_LINES} lines: {f['file']}:{f['line']} ({f['lines']}) {f['function']}")
+    for f in m["files_over_limit"]:
+        print(f"FAIL file over {MAX_FILE_LINES} lines: {f['file']} ({f['lines']})")
+    if m["cache_step_lines"] > MAX_CACHE_STEP_LINES:
+        print(f"FAIL one cache step spans {m['cache_step_lines']} lines (limit {MAX_CACHE_STEP_LINES})")
+    print("code shape: " + ("all limits hold" if ok else "limits exceeded"))
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
