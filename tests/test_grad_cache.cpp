@@ -162,9 +162,9 @@ TEST(GradCacheExactness, WithoutReplayDropoutGradientsWouldDiffer) {
   // state (what a cache without RNG replay does) gives clearly different gradients.
   struct NoReplay : gc::GradCache {
     using gc::GradCache::GradCache;
-    ForwardResult forward_no_grad(size_t i, const std::vector<gc::ModelInput>& chunks) override {
-      auto r = gc::GradCache::forward_no_grad(i, chunks);
-      for (auto& s : r.rng_states) s = gc::RngState::capture();  // "replay" from wherever it is now
+    ForwardResult forward_no_grad(size_t i, const std::vector<gc::ModelInput>& chunks, int64_t before) override {
+      auto r = gc::GradCache::forward_no_grad(i, chunks, before);
+      for (auto& c : r.chunks) c.rng_state = gc::RngState::capture();  // "replay" from wherever it is now
       return r;
     }
   };

@@ -60,7 +60,7 @@ class Model {
   Model(const torch::jit::Module& module);    // NOLINT
 
   template <class F, std::enable_if_t<std::conjunction_v<std::negation<std::is_base_of<Model, std::decay_t<F>>>,
-                                                         std::negation<detail::HasModulePtr<std::decay_t<F>>>,
+                                                         std::negation<detail::IsModule<std::decay_t<F>>>,
                                                          detail::IsCallableModel<std::decay_t<F>>>,
                                       int> = 0>
   Model(F fn)  // NOLINT
