@@ -158,7 +158,8 @@ at::Tensor GradCacheBase::forward_with_graph(size_t model_index, const ModelInpu
               " gave a representation without graph although it ran with grad; do its parameters require grad?");
   if (retention_.measures()) record.graph_bytes = memory_stats(device)->current - before;
   // A chunk that does not fit drops its graph here and is replayed in step 3.
-  if (retention_.fits(so_far, retained_before, record.graph_bytes)) record.graph = rep;
+  record.retained = retention_.fits(so_far, retained_before, record.graph_bytes);
+  if (record.retained) record.graph = rep;
   return rep;
 }
 
@@ -177,7 +178,7 @@ void GradCacheBase::backward_retained(size_t /*model_index*/, ForwardResult& for
   for (const auto& record : forward.chunks) rows.push_back(record.rows);
   const auto grads = cached_grads.split_with_sizes(rows, 0);
   for (size_t c = 0; c < forward.chunks.size(); ++c) {
-    if (!forward.chunks[c].retained()) continue;
+    if (!forward.chunks[c].retained) continue;
     torch::autograd::backward({forward.chunks[c].graph}, {grads[c]});
     forward.chunks[c].graph = at::Tensor();  // frees the graph's activations now
   }
@@ -198,7 +199,7 @@ void GradCacheBase::forward_backward(size_t model_index, const std::vector<Model
     c10::AutoGradMode with_grad(true);
     const auto grads = cached_grads.split_with_sizes(rows, 0);
     for (size_t c = 0; c < chunks.size(); ++c) {
-      if (forward.chunks[c].retained()) continue;  // done by backward_retained
+      if (forward.chunks[c].retained) continue;  // done by backward_retained
       forward.chunks[c].rng_state.restore();
       torch::autograd::backward({representation(model, chunks[c])}, {grads[c]});
     }

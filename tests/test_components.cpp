@@ -2,6 +2,7 @@
 #include "test_util.h"
 
 namespace gc = gradcache;
+using gctest::error_of;
 
 namespace {
 
@@ -12,15 +13,6 @@ torch::Tensor reference_infonce(const torch::Tensor& s, const torch::Tensor& tar
   return (lse - pos).mean();
 }
 
-template <class Fn>
-std::string error_of(Fn&& fn) {
-  try {
-    fn();
-  } catch (const std::exception& e) {
-    return e.what();
-  }
-  return "";
-}
 
 }  // namespace
 

@@ -125,6 +125,28 @@ TEST(RetainedChunks, MemoryBudgetKeepsWhatFitsExactly) {
   EXPECT_LE(cache.bytes[0] + cache.bytes[1], budget);
 }
 
+TEST(RetentionPolicy, DecidesFromTheRecordsAlone) {
+  const gc::RetentionPolicy paper;  // the default: nothing retained
+  EXPECT_FALSE(paper.should_retain({}, 4, 8, 0));
+  gc::ChunkRecord kept;
+  kept.rows = 8;
+  kept.retained = true;
+  const gc::RetentionPolicy two(2, 0);
+  EXPECT_TRUE(two.should_retain({}, 4, 8, 0));
+  EXPECT_TRUE(two.should_retain({kept}, 4, 8, 0));
+  EXPECT_FALSE(two.should_retain({kept, kept}, 4, 8, 0));
+
+  const gc::RetentionPolicy budget(-1, 1000);
+  EXPECT_TRUE(budget.should_retain({}, 4, 8, 0));  // the probe
+  kept.graph_bytes = 400;
+  EXPECT_TRUE(budget.should_retain({kept}, 4, 8, 0));     // 400 more fit in the 600 left
+  EXPECT_FALSE(budget.should_retain({kept}, 4, 8, 300));  // not after 300 retained by other models
+  EXPECT_TRUE(budget.fits({kept}, 0, 600));
+  EXPECT_FALSE(budget.fits({kept}, 0, 601));
+  kept.retained = false;  // the probe did not fit: the model retains nothing more
+  EXPECT_FALSE(budget.should_retain({kept}, 4, 1, 0));
+}
+
 TEST(RetainedChunks, BadOptionsAreRefused) {
   gctest::Mlp m(4, 4, 4);
   try {

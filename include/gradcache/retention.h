@@ -14,11 +14,11 @@ namespace gradcache {
 
 /// What step 1 recorded of one chunk.
 struct ChunkRecord {
-  RngState rng_state;      ///< the generators before the chunk: step 3 replays from here
-  int64_t rows = 0;        ///< rows of its representation
-  at::Tensor graph;        ///< its representation with the graph when retained, until step 3
-  int64_t graph_bytes = 0; ///< activations its graph held when measured (kept or not), else 0
-  bool retained() const { return graph.defined(); }
+  RngState rng_state;       ///< the generators before the chunk: step 3 replays from here
+  int64_t rows = 0;         ///< rows of its representation
+  bool retained = false;    ///< step 1 kept its graph: step 3 runs only its backward
+  at::Tensor graph;         ///< the retained representation with its graph, until step 3 frees it
+  int64_t graph_bytes = 0;  ///< activations its graph held when measured (kept or not), else 0
 };
 
 /// Step 1's outcome for one model.

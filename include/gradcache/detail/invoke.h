@@ -5,6 +5,7 @@
 #include <gradcache/model_input.h>
 
 #include <cstddef>
+#include <functional>
 #include <map>
 #include <memory>
 #include <stdexcept>
@@ -142,6 +143,38 @@ struct IValueInvoker<F, std::tuple<A...>> {
     return invoke_impl<F, A...>(f, values, who, std::index_sequence_for<A...>{});
   }
 };
+
+/// How Model calls a module or a callable with a ModelInput.
+using ModelForward = std::function<c10::IValue(const ModelInput&)>;
+
+template <class M>
+ModelForward module_forward(std::shared_ptr<M> module) {
+  if constexpr (HasPlainForward<M>::value) {
+    using Args = typename Signature<decltype(&M::forward)>::Args;
+    return [module](const ModelInput& input) {
+      auto call = [&module](auto&&... a) { return module->forward(std::forward<decltype(a)>(a)...); };
+      return IValueInvoker<decltype(call), Args>::call(call, input, "forward of " + module->name());
+    };
+  } else {
+    // A templated forward, e.g. torch::nn::Sequential: one tensor in.
+    return [module](const ModelInput& input) {
+      auto call = [&module](const at::Tensor& x) { return module->forward(x); };
+      return IValueInvoker<decltype(call), std::tuple<at::Tensor>>::call(call, input, "forward of " + module->name());
+    };
+  }
+}
+
+template <class F>
+ModelForward callable_forward(F fn) {
+  if constexpr (std::is_invocable_v<F&, const ModelInput&>) {
+    return [fn = std::move(fn)](const ModelInput& input) mutable { return to_ivalue(fn(input)); };
+  } else {
+    using Args = typename Signature<F>::Args;
+    return [fn = std::move(fn)](const ModelInput& input) mutable {
+      return IValueInvoker<F, Args>::call(fn, input, "callable model");
+    };
+  }
+}
 
 }  // namespace detail
 }  // namespace gradcache
