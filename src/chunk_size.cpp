@@ -26,8 +26,8 @@ int64_t measure_chunk(const Model& model, const ModelInput& sample, int64_t rows
   reset_peak_memory(device);
   const int64_t before = memory_stats(device)->current;
   {
-    const auto output = model(chunks.front());
-    at::Tensor rep = options.get_rep_fn() ? options.get_rep_fn()(output) : output.toTensor();
+    // As step 3 runs it: under autocast for the precision, so bf16 chunks are measured in bf16.
+    const at::Tensor rep = chunk_representation(model, chunks.front(), options.precision(), options.get_rep_fn());
     // Gradients are returned, not accumulated into the parameters.
     torch::autograd::grad({rep}, params, {at::ones_like(rep)}, /*retain_graph=*/false, /*create_graph=*/false,
                           /*allow_unused=*/true);

@@ -13,11 +13,7 @@
 #include <ATen/ATen.h>
 #include <c10/core/GradMode.h>
 
-#include <signal.h>
-
 #include <algorithm>
-#include <csignal>
-#include <cstdlib>
 #include <sstream>
 #include <unordered_set>
 
@@ -54,22 +50,50 @@ struct ProcessGroup::Pending::Impl {
 
 namespace {
 
-int env_int(const char* name, int fallback) {
-  const char* value = std::getenv(name);
-  if (value == nullptr || *value == '\0') return fallback;
-  try {
-    return std::stoi(value);
-  } catch (const std::exception&) {
-    throw std::invalid_argument(std::string("environment variable ") + name + " must be an integer, got '" + value + "'");
+std::shared_ptr<::gloo::transport::Device> gloo_device(const Rendezvous& r) {
+  if (!r.socket_interface.empty()) return c10d::ProcessGroupGloo::createDeviceForInterface(r.socket_interface);
+  if (r.address == "127.0.0.1" || r.address == "localhost") {
+    return c10d::ProcessGroupGloo::createDeviceForHostname("127.0.0.1");
   }
+  return c10d::ProcessGroupGloo::createDefaultDevice();
 }
 
-std::shared_ptr<::gloo::transport::Device> gloo_device(const std::string& host) {
-  if (const char* interface = std::getenv("GLOO_SOCKET_IFNAME")) {
-    return c10d::ProcessGroupGloo::createDeviceForInterface(interface);
+// The store of the rendezvous, under the prefix this group's keys live in.
+c10::intrusive_ptr<c10d::Store> connect_store(const Rendezvous& r, const ProcessGroupOptions& options,
+                                              c10::intrusive_ptr<c10d::Store>& root) {
+  c10d::TCPStoreOptions store_options;
+  store_options.port = static_cast<std::uint16_t>(r.port);
+  store_options.isServer = r.rank == 0 && !r.agent_store;
+  store_options.numWorkers = static_cast<size_t>(r.world_size);
+  store_options.waitWorkers = !r.agent_store;
+  store_options.timeout = options.timeout();
+  root = c10::make_intrusive<c10d::TCPStore>(r.address, store_options);
+  // Under torchrun's agent, keys live under its per-attempt prefix (as torch.distributed's env:// does).
+  const std::string prefix =
+      r.agent_store ? "/worker/attempt_" + std::to_string(r.restart_count) + "/gradcache" : "gradcache";
+  return c10::make_intrusive<c10d::PrefixStore>(prefix, root);
+}
+
+c10::intrusive_ptr<GRADCACHE_C10D_BACKEND> make_backend(const std::string& backend, const Rendezvous& r,
+                                                        const ProcessGroupOptions& options,
+                                                        const c10::intrusive_ptr<c10d::Store>& store) {
+  if (backend == "gloo") {
+    auto gloo_options = c10d::ProcessGroupGloo::Options::create(options.timeout());
+    gloo_options->devices.push_back(gloo_device(r));
+    return c10::make_intrusive<c10d::ProcessGroupGloo>(store, r.rank, r.world_size, gloo_options);
   }
-  if (host == "127.0.0.1" || host == "localhost") return c10d::ProcessGroupGloo::createDeviceForHostname("127.0.0.1");
-  return c10d::ProcessGroupGloo::createDefaultDevice();
+#ifdef GRADCACHE_WITH_NCCL
+  if (backend == "nccl") {
+    auto nccl_options = c10d::ProcessGroupNCCL::Options::create();
+    nccl_options->timeout = options.timeout();
+    return c10::make_intrusive<c10d::ProcessGroupNCCL>(store, r.rank, r.world_size, nccl_options);
+  }
+#endif
+  TORCH_CHECK(false, "backend '", backend, "' is not available in this build (gloo",
+#ifdef GRADCACHE_WITH_NCCL
+              ", nccl",
+#endif
+              ")");
 }
 
 // FNV-1a: the same on every rank and build, unlike std::hash.
@@ -81,73 +105,24 @@ int64_t fingerprint(const std::string& text) {
 
 }  // namespace
 
-bool ProcessGroup::in_environment() { return env_int("WORLD_SIZE", 1) > 1; }
-
-ProcessGroup ProcessGroup::from_environment(const ProcessGroupOptions& options) {
-  const char* addr = std::getenv("MASTER_ADDR");
-  TORCH_CHECK(std::getenv("RANK") && std::getenv("WORLD_SIZE") && addr && std::getenv("MASTER_PORT"),
-              "gradcache distributed: RANK, WORLD_SIZE, MASTER_ADDR and MASTER_PORT must be set; launch with "
-              "torchrun (e.g. torchrun --nproc_per_node=2 --no-python PROGRAM ARGS)");
-  auto group = create(env_int("RANK", 0), env_int("WORLD_SIZE", 1), addr, env_int("MASTER_PORT", 29500), options);
-  group.impl_->local_rank = env_int("LOCAL_RANK", group.rank());
-  return group;
-}
-
-ProcessGroup ProcessGroup::create(int rank, int world_size, const std::string& host, int port,
-                                  const ProcessGroupOptions& options) {
-  TORCH_CHECK(world_size >= 1 && rank >= 0 && rank < world_size, "gradcache distributed: rank ", rank,
-              " is not in a group of ", world_size);
-  TORCH_CHECK(port > 0 && port < 65536, "gradcache distributed: port ", port, " is not a TCP port");
-  // A peer that dies leaves its sockets closed; writing to one raises SIGPIPE, whose default
-  // action kills this process silently. Python (hence PyTorch) ignores SIGPIPE; a C++ program
-  // usually does not, so do it here, unless the program installed a handler of its own: the
-  // write then fails with EPIPE and the collective throws with a message.
-  struct sigaction current {};
-  if (sigaction(SIGPIPE, nullptr, &current) == 0 && current.sa_handler == SIG_DFL) std::signal(SIGPIPE, SIG_IGN);
+ProcessGroup ProcessGroup::create(const Rendezvous& r, const ProcessGroupOptions& options) {
+  TORCH_CHECK(r.world_size >= 1 && r.rank >= 0 && r.rank < r.world_size, "gradcache distributed: rank ", r.rank,
+              " is not in a group of ", r.world_size);
+  TORCH_CHECK(r.port > 0 && r.port < 65536, "gradcache distributed: port ", r.port, " is not a TCP port");
   auto impl = std::make_shared<Impl>();
-  impl->rank = rank;
-  impl->world_size = world_size;
-  impl->local_rank = rank;
+  impl->rank = r.rank;
+  impl->world_size = r.world_size;
+  impl->local_rank = r.local_rank >= 0 ? r.local_rank : r.rank;
   impl->options = options;
   std::string backend = options.backend();
   if (backend.empty()) backend = options.device().is_cuda() ? "nccl" : "gloo";
   try {
-    // Under torchrun the agent already serves the store at MASTER_PORT: every rank is a
-    // client, under the agent's per-attempt prefix (as torch.distributed's env:// does).
-    const char* agent_store = std::getenv("TORCHELASTIC_USE_AGENT_STORE");
-    const bool use_agent_store = agent_store && std::string(agent_store) == "True";
-    c10d::TCPStoreOptions store_options;
-    store_options.port = static_cast<std::uint16_t>(port);
-    store_options.isServer = rank == 0 && !use_agent_store;
-    store_options.numWorkers = static_cast<size_t>(world_size);
-    store_options.waitWorkers = !use_agent_store;
-    store_options.timeout = options.timeout();
-    impl->store = c10::make_intrusive<c10d::TCPStore>(host, store_options);
-    const std::string prefix =
-        use_agent_store ? "/worker/attempt_" + std::to_string(env_int("TORCHELASTIC_RESTART_COUNT", 0)) + "/gradcache"
-                        : "gradcache";
-    auto store = c10::make_intrusive<c10d::PrefixStore>(prefix, impl->store);
-    if (backend == "gloo") {
-      auto gloo_options = c10d::ProcessGroupGloo::Options::create(options.timeout());
-      gloo_options->devices.push_back(gloo_device(host));
-      impl->backend = c10::make_intrusive<c10d::ProcessGroupGloo>(store, rank, world_size, gloo_options);
-#ifdef GRADCACHE_WITH_NCCL
-    } else if (backend == "nccl") {
-      auto nccl_options = c10d::ProcessGroupNCCL::Options::create();
-      nccl_options->timeout = options.timeout();
-      impl->backend = c10::make_intrusive<c10d::ProcessGroupNCCL>(store, rank, world_size, nccl_options);
-#endif
-    } else {
-      TORCH_CHECK(false, "backend '", backend, "' is not available in this build (gloo",
-#ifdef GRADCACHE_WITH_NCCL
-                  ", nccl",
-#endif
-                  ")");
-    }
+    const auto store = connect_store(r, options, impl->store);
+    impl->backend = make_backend(backend, r, options, store);
   } catch (const std::exception& e) {
-    throw std::runtime_error("gradcache distributed: rank " + std::to_string(rank) + " of " +
-                             std::to_string(world_size) + " could not join the group at " + host + ":" +
-                             std::to_string(port) + " within " +
+    throw std::runtime_error("gradcache distributed: rank " + std::to_string(r.rank) + " of " +
+                             std::to_string(r.world_size) + " could not join the group at " + r.address + ":" +
+                             std::to_string(r.port) + " within " +
                              std::to_string(std::chrono::duration_cast<std::chrono::seconds>(options.timeout()).count()) +
                              " s (did every rank start? is the address reachable?): " + Impl::first_line(e.what()));
   }

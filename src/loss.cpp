@@ -41,15 +41,16 @@ at::Tensor Loss::operator()(const std::vector<at::Tensor>& reps, const LossArgs&
   return fn_(reps, args);
 }
 
-void Loss::check_arity(const std::vector<at::Tensor>& reps, size_t expected) {
-  TORCH_CHECK(reps.size() == expected, "gradcache::Loss: this loss takes ", expected,
-              " representations (one per model) but got ", reps.size());
+void check_two_reps(const std::vector<at::Tensor>& reps, const char* who) {
+  TORCH_CHECK(reps.size() == 2, who, ": takes 2 representations (q, p), one per model, but got ", reps.size());
 }
 
-void Loss::check_no_args(const LossArgs& args) {
+void Loss::check_pair_call(const std::vector<at::Tensor>& reps, const LossArgs& args) {
+  TORCH_CHECK(reps.size() == 2, "gradcache::Loss: this loss takes 2 representations (q, p) but got ", reps.size(),
+              "; give it the signature (const std::vector<Tensor>& reps, const LossArgs& args) for other counts");
   if (args.empty()) return;
   TORCH_CHECK(false, "gradcache::Loss: this loss takes no extra arguments but got '", args.items().begin()->first,
-              "'; give the loss a `const LossArgs&` parameter to receive them");
+              "'; give the loss the signature (const std::vector<Tensor>& reps, const LossArgs& args) to receive them");
 }
 
 }  // namespace gradcache

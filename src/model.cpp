@@ -34,20 +34,20 @@ std::vector<c10::IValue> call_values(const ModelInput& input) {
 
 namespace {
 
-// AnyModule::any_forward is variadic: dispatch on the number of arguments at run time.
-template <size_t... I>
-torch::nn::AnyValue any_forward_n(torch::nn::AnyModule& module, const std::vector<at::Tensor>& args,
-                                  std::index_sequence<I...>) {
-  return module.any_forward(args[I]...);
-}
-template <size_t N = 0>
-torch::nn::AnyValue any_forward(torch::nn::AnyModule& module, const std::vector<at::Tensor>& args) {
-  if constexpr (N > 8) {
-    TORCH_CHECK(false, "AnyModule ", module.ptr()->name(), ": at most 8 arguments are supported, got ", args.size(),
-                "; use a callable model");
-  } else {
-    if (args.size() == N) return any_forward_n(module, args, std::make_index_sequence<N>{});
-    return any_forward<N + 1>(module, args);
+// AnyModule::any_forward is variadic: dispatch on the number of positional tensors.
+torch::nn::AnyValue any_forward(torch::nn::AnyModule& m, const std::vector<at::Tensor>& a) {
+  switch (a.size()) {
+    case 1: return m.any_forward(a[0]);
+    case 2: return m.any_forward(a[0], a[1]);
+    case 3: return m.any_forward(a[0], a[1], a[2]);
+    case 4: return m.any_forward(a[0], a[1], a[2], a[3]);
+    case 5: return m.any_forward(a[0], a[1], a[2], a[3], a[4]);
+    case 6: return m.any_forward(a[0], a[1], a[2], a[3], a[4], a[5]);
+    case 7: return m.any_forward(a[0], a[1], a[2], a[3], a[4], a[5], a[6]);
+    case 8: return m.any_forward(a[0], a[1], a[2], a[3], a[4], a[5], a[6], a[7]);
+    default:
+      TORCH_CHECK(false, "AnyModule ", m.ptr()->name(), ": takes 1 to 8 positional tensors here, got ", a.size(),
+                  "; use a callable model");
   }
 }
 

@@ -100,8 +100,18 @@ at::Tensor PairMlpImpl::forward_concat(const at::Tensor& q, const at::Tensor& p)
 
 // ---- dual_cache_backward --------------------------------------------------------------
 
-DualCacheResult dual_cache_backward(const at::Tensor& q_in, const at::Tensor& p_in, const PairScorer& scorer,
-                                    const DualCacheOptions& options, const at::Tensor& target) {
+namespace {
+
+struct DualProblem {
+  at::Tensor q, p, t;  // representations (detached) and each query's positive column
+  int64_t n, m, tile;
+  double tau;
+  bool symmetric;
+  double s1, s2;  // L = s1 sum_i (rowlse_i - S_i,t(i)) + s2 sum_a (collse_t(a) - S_a,t(a))
+};
+
+DualProblem dual_problem(const at::Tensor& q_in, const at::Tensor& p_in, const PairScorer& scorer,
+                         const DualCacheOptions& options, const at::Tensor& target) {
   TORCH_CHECK(scorer.defined(), kWho, ": the pair scorer is empty");
   TORCH_CHECK(q_in.defined() && p_in.defined() && q_in.dim() == 2 && p_in.dim() == 2, kWho,
               ": representations must be 2-d [rows, dim], got q ", q_in.defined() ? c10::str(q_in.sizes()) : "undefined",
@@ -113,76 +123,129 @@ DualCacheResult dual_cache_backward(const at::Tensor& q_in, const at::Tensor& p_
   TORCH_CHECK(options.tile_size() > 0, kWho, ": tile_size must be positive, got ", options.tile_size());
   const double tau = options.temperature();
   TORCH_CHECK(tau > 0 && std::isfinite(tau), kWho, ": temperature must be positive and finite, got ", tau);
+  DualProblem d;
+  d.q = q_in.detach();
+  d.p = p_in.detach();
+  d.n = d.q.size(0);
+  d.m = d.p.size(0);
+  d.tile = options.tile_size();
+  d.tau = tau;
+  d.t = detail::positive_columns(target, d.n, d.m, d.q.device(), kWho);
+  d.symmetric = options.symmetric();
+  const double per_row = options.reduction() == Reduction::Mean ? 1.0 / static_cast<double>(d.n) : 1.0;
+  d.s1 = d.symmetric ? per_row / 2 : per_row;
+  d.s2 = d.symmetric ? per_row / 2 : 0.0;
+  return d;
+}
 
-  const auto q = q_in.detach(), p = p_in.detach();
-  const int64_t n = q.size(0), m = p.size(0), tile = options.tile_size();
-  const auto t = detail::positive_columns(target, n, m, q.device(), kWho);
-  const bool symmetric = options.symmetric();
-  // L = s1 sum_i (rowlse_i - S_i,t(i)) + s2 sum_a (collse_t(a) - S_a,t(a)).
-  const double per_row = options.reduction() == Reduction::Mean ? 1.0 / static_cast<double>(n) : 1.0;
-  const double s1 = symmetric ? per_row / 2 : per_row, s2 = symmetric ? per_row / 2 : 0.0;
+// What pass (a) keeps of all scores: each row's (and column's) logsumexp and the positives.
+struct ScoreSummary {
+  at::Tensor row_lse, col_lse, positive;
+};
 
+[[noreturn]] void throw_non_finite_tile(const at::Tensor& ok, const std::vector<TileRef>& tiles) {
+  const auto bad = ok.logical_not().nonzero().select(1, 0);
+  const auto& tr = tiles[bad[0].item<int64_t>()];
+  std::ostringstream message;
+  message << kWho << ": a score is NaN or infinite in the tile of query rows [" << tr.i0 << ", " << tr.i0 + tr.ni
+          << ") x passage rows [" << tr.j0 << ", " << tr.j0 + tr.nj << ")"
+          << (bad.numel() > 1 ? " (and " + std::to_string(bad.numel() - 1) + " more tile(s))" : std::string())
+          << "; nothing was backpropagated. Check the representations, the pair scorer and the temperature";
+  throw NonFiniteLossError(message.str(), std::numeric_limits<double>::quiet_NaN());
+}
+
+// Pass (a): all scores tile by tile without graph, folded into running logsumexps.
+ScoreSummary summarise_scores(const DualProblem& d, const PairScorer& scorer) {
+  c10::NoGradGuard no_grad;
+  ScoreSummary out;
+  std::vector<at::Tensor> finite;
+  std::vector<TileRef> tiles;
+  const double inf = std::numeric_limits<double>::infinity();
+  for (int64_t i0 = 0; i0 < d.n; i0 += d.tile) {
+    const int64_t ni = std::min(d.tile, d.n - i0);
+    const auto qi = d.q.narrow(0, i0, ni);
+    const auto t_i = d.t.narrow(0, i0, ni);
+    at::Tensor row, pos;
+    for (int64_t j0 = 0; j0 < d.m; j0 += d.tile) {
+      const int64_t nj = std::min(d.tile, d.m - j0);
+      const auto s = score_tile(scorer, qi, d.p.narrow(0, j0, nj), d.tau);
+      if (!out.row_lse.defined()) {  // the scores' type (float for a float Phi on double reps)
+        out.row_lse = at::empty({d.n}, s.options());
+        out.positive = at::empty({d.n}, s.options());
+        if (d.symmetric) out.col_lse = at::full({d.m}, -inf, s.options());
+      }
+      if (!row.defined()) {
+        row = at::full({ni}, -inf, s.options());
+        pos = at::zeros({ni}, s.options());
+      }
+      const auto r = logsumexp_along(s, 1);
+      row = at::logaddexp(row, r);
+      finite.push_back(at::isfinite(r).all());
+      tiles.push_back({i0, ni, j0, nj});
+      if (d.symmetric) {
+        auto col = out.col_lse.narrow(0, j0, nj);
+        col.copy_(at::logaddexp(col, logsumexp_along(s, 0)));
+      }
+      const auto [index, inside] = targets_in_tile(t_i, j0, nj);
+      pos.add_(at::where(inside, s.gather(1, index).squeeze(1), at::zeros({}, s.options())));
+    }
+    out.row_lse.narrow(0, i0, ni).copy_(row);
+    out.positive.narrow(0, i0, ni).copy_(pos);
+  }
+  const auto ok = at::stack(finite);
+  if (!ok.all().item<bool>()) throw_non_finite_tile(ok, tiles);
+  return out;
+}
+
+// Passes (b) + (c): each tile again with grad; its w = dL/dS comes from its own scores and
+// the logsumexps. Phi's parameters accumulate; dL/dq and dL/dp are summed into q_grad, p_grad.
+void backprop_tiles(const DualProblem& d, const PairScorer& scorer, const ScoreSummary& sum, at::Tensor& q_grad,
+                    at::Tensor& p_grad) {
+  const auto count = d.symmetric ? at::bincount(d.t, {}, d.m).to(sum.row_lse.scalar_type()) : at::Tensor();  // c_j
+  c10::AutoGradMode with_grad(true);
+  for (int64_t i0 = 0; i0 < d.n; i0 += d.tile) {
+    const int64_t ni = std::min(d.tile, d.n - i0);
+    const auto qi = d.q.narrow(0, i0, ni).detach().requires_grad_(true);  // dL/dq_I accumulates over J
+    const auto t_i = d.t.narrow(0, i0, ni);
+    const auto lse_i = sum.row_lse.narrow(0, i0, ni).unsqueeze(1);
+    for (int64_t j0 = 0; j0 < d.m; j0 += d.tile) {
+      const int64_t nj = std::min(d.tile, d.m - j0);
+      const auto pj = d.p.narrow(0, j0, nj).detach().requires_grad_(true);
+      const auto s = score_tile(scorer, qi, pj, d.tau);
+      at::Tensor w;
+      {
+        c10::NoGradGuard no_grad;
+        const auto sd = s.detach();
+        w = (sd - lse_i).exp_().mul_(d.s1);
+        if (d.symmetric) {
+          w.add_((sd - sum.col_lse.narrow(0, j0, nj).unsqueeze(0)).exp_().mul_(count.narrow(0, j0, nj).unsqueeze(0)),
+                 d.s2);
+        }
+        const auto [index, inside] = targets_in_tile(t_i, j0, nj);
+        w.scatter_add_(1, index, inside.to(w.scalar_type()).mul_(-(d.s1 + d.s2)).unsqueeze(1));
+      }
+      torch::autograd::backward({s}, {w});
+      if (pj.grad().defined()) p_grad.narrow(0, j0, nj).add_(pj.grad());
+    }
+    if (qi.grad().defined()) q_grad.narrow(0, i0, ni).copy_(qi.grad());
+  }
+}
+
+}  // namespace
+
+DualCacheResult dual_cache_backward(const at::Tensor& q_in, const at::Tensor& p_in, const PairScorer& scorer,
+                                    const DualCacheOptions& options, const at::Tensor& target) {
+  const DualProblem d = dual_problem(q_in, p_in, scorer, options, target);
   auto params = scorer.parameters();
-  std::vector<at::Tensor> with_q_p{q, p};
-  const auto devices = merge(devices_of(with_q_p), devices_of(params));
+  const auto devices = merge(devices_of({d.q, d.p}), devices_of(params));
   // Phi's buffers (BatchNorm statistics) are restored if pass (a) fails, and updated by pass
   // (a) only, not again by the recomputation.
   detail::BufferGuard buffers_if_failed(scorer.buffers());
   const auto rng_before = RngState::capture(devices);
 
-  // (a) All scores, no graph: running logsumexp per row (and column), positives picked out.
-  at::Tensor row_lse, col_lse, positive;
-  {
-    c10::NoGradGuard no_grad;
-    std::vector<at::Tensor> finite;
-    std::vector<TileRef> tiles;
-    for (int64_t i0 = 0; i0 < n; i0 += tile) {
-      const int64_t ni = std::min(tile, n - i0);
-      const auto qi = q.narrow(0, i0, ni);
-      const auto t_i = t.narrow(0, i0, ni);
-      at::Tensor row, pos;
-      for (int64_t j0 = 0; j0 < m; j0 += tile) {
-        const int64_t nj = std::min(tile, m - j0);
-        const auto s = score_tile(scorer, qi, p.narrow(0, j0, nj), tau);
-        if (!row_lse.defined()) {  // the scores' type (float for a float Phi on double reps)
-          row_lse = at::empty({n}, s.options());
-          positive = at::empty({n}, s.options());
-          if (symmetric) col_lse = at::full({m}, -std::numeric_limits<double>::infinity(), s.options());
-        }
-        if (!row.defined()) {
-          row = at::full({ni}, -std::numeric_limits<double>::infinity(), s.options());
-          pos = at::zeros({ni}, s.options());
-        }
-        const auto r = logsumexp_along(s, 1);
-        row = at::logaddexp(row, r);
-        finite.push_back(at::isfinite(r).all());
-        tiles.push_back({i0, ni, j0, nj});
-        if (symmetric) {
-          const auto c = logsumexp_along(s, 0);
-          auto col = col_lse.narrow(0, j0, nj);
-          col.copy_(at::logaddexp(col, c));
-        }
-        const auto [index, inside] = targets_in_tile(t_i, j0, nj);
-        pos.add_(at::where(inside, s.gather(1, index).squeeze(1), at::zeros({}, s.options())));
-      }
-      row_lse.narrow(0, i0, ni).copy_(row);
-      positive.narrow(0, i0, ni).copy_(pos);
-    }
-    const auto ok = at::stack(finite);
-    if (!ok.all().item<bool>()) {
-      const auto bad = ok.logical_not().nonzero().select(1, 0);
-      const auto& tr = tiles[bad[0].item<int64_t>()];
-      std::ostringstream message;
-      message << kWho << ": a score is NaN or infinite in the tile of query rows [" << tr.i0 << ", " << tr.i0 + tr.ni
-              << ") x passage rows [" << tr.j0 << ", " << tr.j0 + tr.nj << ")"
-              << (bad.numel() > 1 ? " (and " + std::to_string(bad.numel() - 1) + " more tile(s))" : std::string())
-              << "; nothing was backpropagated. Check the representations, the pair scorer and the temperature";
-      throw NonFiniteLossError(message.str(), std::numeric_limits<double>::quiet_NaN());
-    }
-  }
-  const auto count = symmetric ? at::bincount(t, {}, m).to(row_lse.scalar_type()) : at::Tensor();  // c_j
-  auto loss = (row_lse - positive).sum() * s1;
-  if (symmetric) loss = loss + (col_lse.index_select(0, t) - positive).sum() * s2;
+  const ScoreSummary sum = summarise_scores(d, scorer);
+  auto loss = (sum.row_lse - sum.positive).sum() * d.s1;
+  if (d.symmetric) loss = loss + (sum.col_lse.index_select(0, d.t) - sum.positive).sum() * d.s2;
   const double value = loss.item<double>();
   if (!std::isfinite(value)) {
     std::ostringstream message;
@@ -192,39 +255,12 @@ DualCacheResult dual_cache_backward(const at::Tensor& q_in, const at::Tensor& p_
   const auto rng_after = RngState::capture(devices);
   buffers_if_failed.dismiss();
 
-  // (b) + (c): each tile again, with grad, under the same generator sequence as (a); the tile's
-  // w = dL/dS comes from its own scores and the row (column) logsumexps.
-  auto q_grad = at::zeros_like(q), p_grad = at::zeros_like(p);
+  // The recomputation draws the same generator sequence as pass (a): dropout masks replay.
+  auto q_grad = at::zeros_like(d.q), p_grad = at::zeros_like(d.p);
   {
     detail::BufferGuard buffers_updated_once(scorer.buffers());
-    c10::AutoGradMode with_grad(true);
     rng_before.restore();
-    for (int64_t i0 = 0; i0 < n; i0 += tile) {
-      const int64_t ni = std::min(tile, n - i0);
-      const auto qi = q.narrow(0, i0, ni).detach().requires_grad_(true);  // dL/dq_I accumulates over J
-      const auto t_i = t.narrow(0, i0, ni);
-      const auto lse_i = row_lse.narrow(0, i0, ni).unsqueeze(1);
-      for (int64_t j0 = 0; j0 < m; j0 += tile) {
-        const int64_t nj = std::min(tile, m - j0);
-        const auto pj = p.narrow(0, j0, nj).detach().requires_grad_(true);
-        const auto s = score_tile(scorer, qi, pj, tau);
-        at::Tensor w;
-        {
-          c10::NoGradGuard no_grad;
-          const auto sd = s.detach();
-          w = (sd - lse_i).exp_().mul_(s1);
-          if (symmetric) {
-            w.add_((sd - col_lse.narrow(0, j0, nj).unsqueeze(0)).exp_().mul_(count.narrow(0, j0, nj).unsqueeze(0)),
-                   s2);
-          }
-          const auto [index, inside] = targets_in_tile(t_i, j0, nj);
-          w.scatter_add_(1, index, inside.to(w.scalar_type()).mul_(-(s1 + s2)).unsqueeze(1));
-        }
-        torch::autograd::backward({s}, {w});  // Phi's parameters accumulate; qi, pj get dL/dq, dL/dp
-        if (pj.grad().defined()) p_grad.narrow(0, j0, nj).add_(pj.grad());
-      }
-      if (qi.grad().defined()) q_grad.narrow(0, i0, ni).copy_(qi.grad());
-    }
+    backprop_tiles(d, scorer, sum, q_grad, p_grad);
     rng_after.restore();
   }
   return {loss.detach(), q_grad.to(q_in.scalar_type()), p_grad.to(p_in.scalar_type())};
@@ -232,18 +268,9 @@ DualCacheResult dual_cache_backward(const at::Tensor& q_in, const at::Tensor& p_
 
 // ---- DualGradCache --------------------------------------------------------------------
 
-namespace {
-// GradCache needs a loss; DualGradCache replaces the step that would call it.
-Loss unused_loss() {
-  return Loss([](const std::vector<at::Tensor>&, const LossArgs&) -> at::Tensor {
-    TORCH_CHECK(false, "DualGradCache: compute_loss is not used; the loss is computed by dual_cache_backward");
-  });
-}
-}  // namespace
-
 DualGradCache::DualGradCache(std::vector<Model> models, std::vector<int64_t> chunk_sizes, PairScorer scorer,
                              DualCacheOptions options, GradCacheOptions cache_options)
-    : GradCache(std::move(models), std::move(chunk_sizes), unused_loss(), std::move(cache_options)),
+    : GradCacheBase(std::move(models), std::move(chunk_sizes), std::move(cache_options)),
       scorer_(std::move(scorer)),
       dual_options_(std::move(options)) {
   TORCH_CHECK(this->models().size() == 2, "DualGradCache: needs two models (queries, passages), got ",
@@ -255,8 +282,8 @@ DualGradCache::DualGradCache(std::vector<Model> models, std::vector<int64_t> chu
               "DualGradCache: temperature must be positive and finite, got ", dual_options_.temperature());
   // The scorer's gradients accumulate inside dual_cache_backward, unscaled: a scaler would
   // then divide them by its scale.
-  TORCH_CHECK(!GradCache::options().scaler(), "DualGradCache: a GradScaler is not supported (the scorer's gradients are not "
-              "scaled); use Precision::bf16, which needs no loss scaling, or fp32");
+  TORCH_CHECK(!this->options().scaler(), "DualGradCache: a GradScaler is not supported (the scorer's gradients are "
+              "not scaled); use Precision::bf16, which needs no loss scaling, or fp32");
 }
 
 DualGradCache::DualGradCache(std::vector<Model> models, int64_t chunk_size, PairScorer scorer,

@@ -104,7 +104,9 @@ TEST(BadInput, LossReturningANonScalar) {
 TEST(BadInput, RepresentationNotUsedByTheLossNamesTheModel) {
   auto x = torch::randn({4, 4}), y = torch::randn({4, 4});
   Witness w;
-  gc::GradCache cache({w.q, w.p}, 2, [](const std::vector<torch::Tensor>& reps) { return reps[0].pow(2).sum(); });
+  gc::GradCache cache({w.q, w.p}, 2, [](const std::vector<torch::Tensor>& reps, const gc::LossArgs&) {
+    return reps[0].pow(2).sum();
+  });
   expect_error([&] { cache({x, y}); },
                {"does not use the representation of model 1", "BnNetImpl"});
   w.expect_unchanged();

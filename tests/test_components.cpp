@@ -2,6 +2,7 @@
 #include "test_util.h"
 
 namespace gc = gradcache;
+using gctest::error_of;
 
 namespace {
 
@@ -12,15 +13,6 @@ torch::Tensor reference_infonce(const torch::Tensor& s, const torch::Tensor& tar
   return (lse - pos).mean();
 }
 
-template <class Fn>
-std::string error_of(Fn&& fn) {
-  try {
-    fn();
-  } catch (const std::exception& e) {
-    return e.what();
-  }
-  return "";
-}
 
 }  // namespace
 
@@ -98,14 +90,16 @@ TEST(ContrastiveLoss, BadShapesAndTargetsAreExplained) {
 TEST(LossAdapter, AcceptsTheDocumentedSignatures) {
   auto q = torch::randn({2, 3}), p = torch::randn({2, 3});
   gc::Loss two([](const torch::Tensor& a, const torch::Tensor& b) { return (a * b).sum(); });
-  gc::Loss reps([](const std::vector<torch::Tensor>& r) { return r[0].sum() + r[1].sum(); });
   gc::Loss with_args([](const std::vector<torch::Tensor>& r, const gc::LossArgs& a) {
     return r[0].sum() * a.get_double("scale", 1.0);
   });
+  gc::Loss builtin = gc::SimpleContrastiveLoss();  // the canonical form, with its arguments
   EXPECT_NEAR(two({q, p}).item<double>(), (q * p).sum().item<double>(), 1e-6);
-  EXPECT_NEAR(reps({q, p}).item<double>(), (q.sum() + p.sum()).item<double>(), 1e-6);
   EXPECT_NEAR(with_args({q, p}, {{"scale", 2.0}}).item<double>(), 2 * q.sum().item<double>(), 1e-6);
+  EXPECT_NEAR(builtin({q, p}, {{"reduction", "sum"}}).item<double>(),
+              gc::SimpleContrastiveLoss()(q, p, {{"reduction", "sum"}}).item<double>(), 1e-6);
   EXPECT_NE(error_of([&] { two({q, p, q}); }).find("takes 2 representations"), std::string::npos);
+  EXPECT_NE(error_of([&] { builtin({q, p, q}); }).find("takes 2 representations"), std::string::npos);
 }
 
 TEST(SplitInput, KeepsStructureAndSharesStorage) {

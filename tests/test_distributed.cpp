@@ -1,6 +1,6 @@
 // Data-parallel training with 2 processes on loopback (Gloo). The test binary is its own
-// worker: each test starts two copies of it with GRADCACHE_TEST_WORKER=<scenario> and the
-// torchrun variables, and checks how they end. Workers compare what they computed with a
+// worker: each test starts two copies of it with `--worker SCENARIO RANK WORLD PORT TIMEOUT_MS`
+// (each sets up its group explicitly), and checks how they end. Workers compare what they computed with a
 // single-process reference they compute themselves (same seed, all the data).
 #include "test_util.h"
 
@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <csignal>
 #include <cstdlib>
 #include <fstream>
 #include <limits>
@@ -154,10 +155,19 @@ int worker_scaler(const gd::ProcessGroup& group) {
   return 0;
 }
 
-int run_worker(const std::string& scenario) {
-  const auto timeout = std::chrono::milliseconds(std::atoi(std::getenv("GRADCACHE_TEST_TIMEOUT_MS")));
+// A worker's command line: --worker SCENARIO RANK WORLD PORT TIMEOUT_MS.
+int run_worker(char** argv) {
+  const std::string scenario = argv[2];
+  gd::Rendezvous rendezvous;
+  rendezvous.rank = std::atoi(argv[3]);
+  rendezvous.world_size = std::atoi(argv[4]);
+  rendezvous.port = std::atoi(argv[5]);
+  const auto timeout = std::chrono::milliseconds(std::atoi(argv[6]));
+  // What a program must do itself: a write to a dead peer's socket then fails with a message
+  // instead of killing this process silently.
+  std::signal(SIGPIPE, SIG_IGN);
   try {
-    auto group = gd::ProcessGroup::from_environment(gd::ProcessGroupOptions().timeout(timeout));
+    auto group = gd::ProcessGroup::create(rendezvous, gd::ProcessGroupOptions().timeout(timeout));
     if (scenario == "gradients") return worker_gradients(group, false, 0, false);
     if (scenario == "gradients_tied") return worker_gradients(group, true, 0, false);
     if (scenario == "gradients_hard_negatives") return worker_gradients(group, false, 2, false);
@@ -207,25 +217,17 @@ std::vector<Outcome> run_group(const std::string& scenario, int world, int ranks
   std::vector<pid_t> pids;
   std::vector<std::string> logs;
   for (int rank = 0; rank < ranks; ++rank) {
-    std::vector<std::string> env_strings = {"GRADCACHE_TEST_WORKER=" + scenario,
-                                            "GRADCACHE_TEST_TIMEOUT_MS=" + std::to_string(timeout_ms),
-                                            "RANK=" + std::to_string(rank),
-                                            "LOCAL_RANK=" + std::to_string(rank),
-                                            "WORLD_SIZE=" + std::to_string(world),
-                                            "MASTER_ADDR=127.0.0.1",
-                                            "MASTER_PORT=" + std::to_string(port)};
-    for (char** e = environ; *e; ++e) env_strings.push_back(*e);
-    std::vector<char*> env;
-    for (auto& s : env_strings) env.push_back(s.data());
-    env.push_back(nullptr);
+    std::vector<std::string> args = {"/proc/self/exe", "--worker", scenario, std::to_string(rank),
+                                     std::to_string(world), std::to_string(port), std::to_string(timeout_ms)};
+    std::vector<char*> argv;
+    for (auto& a : args) argv.push_back(a.data());
+    argv.push_back(nullptr);
     logs.push_back(::testing::TempDir() + "worker_" + scenario + "_" + std::to_string(rank) + ".log");
     posix_spawn_file_actions_t actions;
     posix_spawn_file_actions_init(&actions);
     posix_spawn_file_actions_addopen(&actions, 2, logs.back().c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    char exe[] = "/proc/self/exe";
-    char* argv[] = {exe, nullptr};
     pid_t pid = 0;
-    EXPECT_EQ(posix_spawn(&pid, "/proc/self/exe", &actions, nullptr, argv, env.data()), 0);
+    EXPECT_EQ(posix_spawn(&pid, "/proc/self/exe", &actions, nullptr, argv.data(), environ), 0);
     posix_spawn_file_actions_destroy(&actions);
     pids.push_back(pid);
   }
@@ -311,7 +313,7 @@ TEST(Distributed, RanksWithDifferentSettingsAreRefused) {
 }
 
 int main(int argc, char** argv) {
-  if (const char* scenario = std::getenv("GRADCACHE_TEST_WORKER")) return run_worker(scenario);
+  if (argc == 7 && std::string(argv[1]) == "--worker") return run_worker(argv);
   ::testing::InitGoogleTest(&argc, argv);
   return RUN_ALL_TESTS();
 }

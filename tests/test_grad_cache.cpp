@@ -162,9 +162,9 @@ TEST(GradCacheExactness, WithoutReplayDropoutGradientsWouldDiffer) {
   // state (what a cache without RNG replay does) gives clearly different gradients.
   struct NoReplay : gc::GradCache {
     using gc::GradCache::GradCache;
-    ForwardResult forward_no_grad(size_t i, const std::vector<gc::ModelInput>& chunks) override {
-      auto r = gc::GradCache::forward_no_grad(i, chunks);
-      for (auto& s : r.rng_states) s = gc::RngState::capture();  // "replay" from wherever it is now
+    ForwardResult forward_no_grad(size_t i, const std::vector<gc::ModelInput>& chunks, int64_t before) override {
+      auto r = gc::GradCache::forward_no_grad(i, chunks, before);
+      for (auto& c : r.chunks) c.rng_state = gc::RngState::capture();  // "replay" from wherever it is now
       return r;
     }
   };
@@ -186,15 +186,18 @@ TEST(GradCacheExactness, TiedEncoderWithDropout) {
   gctest::Mlp enc(8, 32, 8, 0.2);
   enc->to(torch::kFloat64);
   auto x = torch::randn({12, 8}, torch::kFloat64), y = torch::randn({12, 8}, torch::kFloat64);
-  gc::GradCache cache({enc, enc}, 4, gc::SimpleContrastiveLoss());
-  EXPECT_EQ(cache.models()[0].identity(), cache.models()[1].identity());
-  torch::manual_seed(7);
-  auto full = full_batch_grads_chunked(cache.models(), {x, y}, {4, 4}, gc::SimpleContrastiveLoss());
-  torch::manual_seed(7);
-  auto cached = cache_grads(cache, {x, y});
-  const double err = max_rel_error(cached, full);
-  report_error("tied MLP, dropout 0.2, float64", err);
-  EXPECT_LT(err, kTol64);
+  // Nothing retained (the default), and the first chunk of each use of the encoder retained.
+  for (int64_t retain : {-1, 1}) {
+    gc::GradCache cache({enc, enc}, 4, gc::SimpleContrastiveLoss(), gc::GradCacheOptions().retain_chunks(retain));
+    EXPECT_EQ(cache.models()[0].identity(), cache.models()[1].identity());
+    torch::manual_seed(7);
+    auto full = full_batch_grads_chunked(cache.models(), {x, y}, {4, 4}, gc::SimpleContrastiveLoss());
+    torch::manual_seed(7);
+    auto cached = cache_grads(cache, {x, y});
+    const double err = max_rel_error(cached, full);
+    report_error("tied MLP, dropout 0.2, float64, retain_chunks " + std::to_string(retain), err);
+    EXPECT_LT(err, kTol64) << "retain " << retain;
+  }
 }
 
 TEST(GradCacheExactness, HardNegativesStrideLayout) {
@@ -369,20 +372,23 @@ TEST(GradCacheState, BatchNormStatisticsAreUpdatedOncePerChunk) {
     p->to(torch::kFloat64);
     return std::make_pair(q, p);
   };
-  auto [q, p] = make();
-  auto [q_ref, p_ref] = make();
-  auto x = torch::randn({12, 6}, torch::kFloat64), y = torch::randn({12, 6}, torch::kFloat64);
-
-  auto full = full_batch_grads_chunked({gc::Model(q_ref), gc::Model(p_ref)}, {x, y}, {4, 4}, gc::SimpleContrastiveLoss());
-  gc::GradCache cache({q, p}, 4, gc::SimpleContrastiveLoss());
-  auto cached = cache_grads(cache, {x, y});
-  const double err = max_rel_error(cached, full);
-  report_error("BatchNorm1d in train mode, float64", err);
-  EXPECT_LT(err, kTol64);
-  EXPECT_TRUE(torch::allclose(q->bn->running_mean, q_ref->bn->running_mean, 0, 1e-14));
-  EXPECT_TRUE(torch::allclose(q->bn->running_var, q_ref->bn->running_var, 0, 1e-14));
-  EXPECT_EQ(q->bn->num_batches_tracked.item<int64_t>(), 3);  // three chunks, not six
-  EXPECT_EQ(p->bn->num_batches_tracked.item<int64_t>(), 3);
+  // Nothing retained (the default), and one retained chunk per model (updated in step 1 only).
+  for (int64_t retain : {-1, 1}) {
+    auto [q, p] = make();
+    auto [q_ref, p_ref] = make();
+    auto x = torch::randn({12, 6}, torch::kFloat64), y = torch::randn({12, 6}, torch::kFloat64);
+    auto full =
+        full_batch_grads_chunked({gc::Model(q_ref), gc::Model(p_ref)}, {x, y}, {4, 4}, gc::SimpleContrastiveLoss());
+    gc::GradCache cache({q, p}, 4, gc::SimpleContrastiveLoss(), gc::GradCacheOptions().retain_chunks(retain));
+    auto cached = cache_grads(cache, {x, y});
+    const double err = max_rel_error(cached, full);
+    report_error("BatchNorm1d in train mode, float64, retain_chunks " + std::to_string(retain), err);
+    EXPECT_LT(err, kTol64);
+    EXPECT_TRUE(torch::allclose(q->bn->running_mean, q_ref->bn->running_mean, 0, 1e-14));
+    EXPECT_TRUE(torch::allclose(q->bn->running_var, q_ref->bn->running_var, 0, 1e-14));
+    EXPECT_EQ(q->bn->num_batches_tracked.item<int64_t>(), 3);  // three chunks, not six
+    EXPECT_EQ(p->bn->num_batches_tracked.item<int64_t>(), 3);
+  }
 }
 
 TEST(GradCacheState, OnModelBackwardDoneRunsAfterEachModelsLastChunk) {

@@ -72,7 +72,8 @@ TEST(RetainedChunks, AreNotReplayedAndGradientsStayExact) {
     params.insert(params.end(), pp.begin(), pp.end());
     const double err = gctest::max_rel_error(gctest::grads_of(params), full);
     gctest::zero_grads(params);
-    const int kept = retain < 0 ? 1 : static_cast<int>(std::min<int64_t>(retain, 5));
+    // -1 without retain_memory retains nothing (the paper's algorithm).
+    const int kept = retain < 0 ? 0 : static_cast<int>(std::min<int64_t>(retain, 5));
     gctest::report_error("retain_chunks " + std::to_string(retain) + ", dropout 0.3, float64", err);
     EXPECT_LT(err, kTol64) << "retain " << retain;
     // Step 1: kept chunks with grad, the others without; step 3: only the others again.
@@ -100,10 +101,10 @@ TEST(RetainedChunks, MemoryBudgetKeepsWhatFitsExactly) {
   struct Inspect : gc::GradCache {
     using gc::GradCache::GradCache;
     std::vector<int64_t> kept, bytes;
-    ForwardResult forward_no_grad(size_t i, const std::vector<gc::ModelInput>& chunks) override {
-      auto r = gc::GradCache::forward_no_grad(i, chunks);
-      kept.push_back(std::count(r.retained.begin(), r.retained.end(), true));
-      bytes.push_back(r.retained_bytes);
+    ForwardResult forward_no_grad(size_t i, const std::vector<gc::ModelInput>& chunks, int64_t before) override {
+      auto r = gc::GradCache::forward_no_grad(i, chunks, before);
+      kept.push_back(r.retained_chunks());
+      bytes.push_back(r.retained_bytes());
       return r;
     }
   };
@@ -111,7 +112,7 @@ TEST(RetainedChunks, MemoryBudgetKeepsWhatFitsExactly) {
   const auto full = chunked_reference(q, p, x, y, 8);
   // Room for about 5 chunks: the first model keeps 5 (of 8), the second what is left (0).
   const int64_t budget = chunk_bytes * 5 + chunk_bytes / 2;
-  Inspect cache({q, p}, 8, gc::SimpleContrastiveLoss(), gc::GradCacheOptions().memory_budget(budget));
+  Inspect cache({q, p}, 8, gc::SimpleContrastiveLoss(), gc::GradCacheOptions().retain_memory(budget));
   torch::manual_seed(3);
   cache({x, y});
   auto params = q->parameters();
@@ -124,6 +125,28 @@ TEST(RetainedChunks, MemoryBudgetKeepsWhatFitsExactly) {
   EXPECT_LE(cache.bytes[0] + cache.bytes[1], budget);
 }
 
+TEST(RetentionPolicy, DecidesFromTheRecordsAlone) {
+  const gc::RetentionPolicy paper;  // the default: nothing retained
+  EXPECT_FALSE(paper.should_retain({}, 4, 8, 0));
+  gc::ChunkRecord kept;
+  kept.rows = 8;
+  kept.retained = true;
+  const gc::RetentionPolicy two(2, 0);
+  EXPECT_TRUE(two.should_retain({}, 4, 8, 0));
+  EXPECT_TRUE(two.should_retain({kept}, 4, 8, 0));
+  EXPECT_FALSE(two.should_retain({kept, kept}, 4, 8, 0));
+
+  const gc::RetentionPolicy budget(-1, 1000);
+  EXPECT_TRUE(budget.should_retain({}, 4, 8, 0));  // the probe
+  kept.graph_bytes = 400;
+  EXPECT_TRUE(budget.should_retain({kept}, 4, 8, 0));     // 400 more fit in the 600 left
+  EXPECT_FALSE(budget.should_retain({kept}, 4, 8, 300));  // not after 300 retained by other models
+  EXPECT_TRUE(budget.fits({kept}, 0, 600));
+  EXPECT_FALSE(budget.fits({kept}, 0, 601));
+  kept.retained = false;  // the probe did not fit: the model retains nothing more
+  EXPECT_FALSE(budget.should_retain({kept}, 4, 1, 0));
+}
+
 TEST(RetainedChunks, BadOptionsAreRefused) {
   gctest::Mlp m(4, 4, 4);
   try {
@@ -133,10 +156,10 @@ TEST(RetainedChunks, BadOptionsAreRefused) {
     EXPECT_NE(std::string(e.what()).find("retain_chunks must be >= 0"), std::string::npos);
   }
   try {
-    gc::GradCache({m, m}, 2, gc::SimpleContrastiveLoss(), gc::GradCacheOptions().memory_budget(-1));
+    gc::GradCache({m, m}, 2, gc::SimpleContrastiveLoss(), gc::GradCacheOptions().retain_memory(-1));
     ADD_FAILURE();
   } catch (const c10::Error& e) {
-    EXPECT_NE(std::string(e.what()).find("memory_budget must be >= 0"), std::string::npos);
+    EXPECT_NE(std::string(e.what()).find("retain_memory must be >= 0"), std::string::npos);
   }
 }
 
@@ -167,4 +190,32 @@ TEST(FindChunkSize, PicksTheLargestChunkThatFitsByMeasurement) {
   }
   EXPECT_EQ(m->parameters()[0].grad().defined(), grads_before);  // nothing accumulated
   EXPECT_EQ(gc::find_chunk_size(m, torch::randn({10, 32}), int64_t{1} << 30).chunk_size, 10);  // all rows fit
+}
+
+TEST(FindChunkSize, MeasuresUnderThePrecisionItIsGiven) {
+  gc::CpuMemoryTracker::install();
+  torch::manual_seed(5);
+  gctest::Mlp m(32, 512, 32, 0.1);
+  auto sample = torch::randn({512, 32});
+  const int64_t budget = int64_t{1} << 20;
+  const auto fp32 = gc::find_chunk_size(m, sample, budget);
+  const auto bf16 = gc::find_chunk_size(m, sample, budget, gc::GradCacheOptions().precision(gc::Precision::bf16));
+  // bf16 activations take half the bytes of fp32's; measured in fp32, both would be alike.
+  EXPECT_LT(bf16.bytes_per_row, 0.8 * fp32.bytes_per_row);
+  EXPECT_GT(bf16.chunk_size, fp32.chunk_size);
+  // The probe's peak is that of a bf16 forward (autocast around the model call, as step 3
+  // runs it) and its backward.
+  gc::reset_peak_memory(c10::kCPU);
+  const auto before = gc::CpuMemoryTracker::stats().current;
+  {
+    torch::Tensor rep;
+    {
+      gc::AutocastScope autocast(gc::Precision::bf16, c10::kCPU);
+      rep = m(sample.slice(0, 0, bf16.chunk_size));
+    }
+    rep = rep.to(torch::kFloat);
+    torch::autograd::grad({rep}, m->parameters(), {torch::ones_like(rep)});
+  }
+  const auto peak = gc::CpuMemoryTracker::stats().peak - before;
+  EXPECT_NEAR(static_cast<double>(bf16.measured_peak), static_cast<double>(peak), 0.05 * peak);
 }

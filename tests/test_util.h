@@ -107,6 +107,18 @@ inline bool any_grad(const std::vector<torch::Tensor>& params) {
 constexpr double kTol64 = 1e-13;
 constexpr double kTol32 = 1e-5;
 
+/// The message of the exception `fn` throws (a test failure if it throws none).
+template <class Fn>
+std::string error_of(Fn&& fn) {
+  try {
+    fn();
+  } catch (const std::exception& e) {
+    return e.what();
+  }
+  ADD_FAILURE() << "expected an error";
+  return "";
+}
+
 /// Records every representation a model returns (dtype included), by the grad mode it ran in.
 struct Recorder {
   std::vector<torch::Tensor> no_grad_outputs, grad_outputs;

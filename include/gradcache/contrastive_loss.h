@@ -48,6 +48,11 @@ class SimpleContrastiveLoss {
  public:
   explicit SimpleContrastiveLoss(ContrastiveLossOptions options = {});
   at::Tensor operator()(const at::Tensor& q, const at::Tensor& p, const LossArgs& args = {}) const;
+  /// The canonical loss form (see Loss): reps = {q, p}.
+  at::Tensor operator()(const std::vector<at::Tensor>& reps, const LossArgs& args) const {
+    check_two_reps(reps, "SimpleContrastiveLoss");
+    return (*this)(reps[0], reps[1], args);
+  }
   const ContrastiveLossOptions& options() const { return options_; }
 
  private:
@@ -59,6 +64,11 @@ class SymmetricContrastiveLoss {
  public:
   explicit SymmetricContrastiveLoss(ContrastiveLossOptions options = {});
   at::Tensor operator()(const at::Tensor& q, const at::Tensor& p, const LossArgs& args = {}) const;
+  /// The canonical loss form (see Loss): reps = {q, p}.
+  at::Tensor operator()(const std::vector<at::Tensor>& reps, const LossArgs& args) const {
+    check_two_reps(reps, "SymmetricContrastiveLoss");
+    return (*this)(reps[0], reps[1], args);
+  }
   const ContrastiveLossOptions& options() const { return options_; }
 
  private:

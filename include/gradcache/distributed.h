@@ -26,20 +26,39 @@ struct ProcessGroupOptions {
   TORCH_ARG(c10::Device, device) = c10::Device(c10::kCPU);
 };
 
+/// Where and as whom a process joins its group: everything torch.distributed's env://
+/// rendezvous reads from the environment, passed explicitly (the library reads no
+/// environment variable). A launcher's variables are the program's business, e.g.
+/// retriever::torchrun_rendezvous() for torchrun.
+struct Rendezvous {
+  int rank = 0;
+  int world_size = 1;
+  /// The process's index on its machine (which GPU it uses); -1: the same as rank.
+  int local_rank = -1;
+  /// Host and port of the store: rank 0 serves it, unless agent_store.
+  std::string address = "127.0.0.1";
+  int port = 29500;
+  /// torchrun's agent already serves the store (TORCHELASTIC_USE_AGENT_STORE): every rank is
+  /// a client, under the agent's prefix for this restart attempt.
+  bool agent_store = false;
+  int restart_count = 0;
+  /// Network interface for Gloo (GLOO_SOCKET_IFNAME); "": loopback for a local address, else
+  /// the interface of the host name.
+  std::string socket_interface;
+};
+
 /// A group of processes and the collectives gradcache needs. Every collective waits at most
 /// the group's timeout; a rank that died or never came makes the others throw a
-/// std::runtime_error that says so, never hang. Copies share the group. Creating one sets
-/// SIGPIPE to be ignored (as Python does) unless the program handles it: otherwise a write to a
-/// dead peer's socket would kill the process without a word.
+/// std::runtime_error that says so, never hang. Copies share the group.
+///
+/// A program using it should ignore SIGPIPE (`std::signal(SIGPIPE, SIG_IGN)`, as Python
+/// does) before creating it: a write to the socket of a peer that died raises SIGPIPE, whose
+/// default action kills the process without a word; ignored, the write fails and the
+/// collective throws with a message. The library installs no signal handler itself.
 class ProcessGroup {
  public:
-  /// From torchrun's environment: RANK, WORLD_SIZE, LOCAL_RANK, MASTER_ADDR, MASTER_PORT.
-  static ProcessGroup from_environment(const ProcessGroupOptions& options = {});
-  /// Explicitly: rank 0 serves the rendezvous store at host:port.
-  static ProcessGroup create(int rank, int world_size, const std::string& host, int port,
-                             const ProcessGroupOptions& options = {});
-  /// Whether the environment describes a group of more than one process (torchrun).
-  static bool in_environment();
+  /// Joins the group `rendezvous` describes; throws, saying why, if it cannot within the timeout.
+  static ProcessGroup create(const Rendezvous& rendezvous, const ProcessGroupOptions& options = {});
 
   int rank() const;
   int world_size() const;

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <gradcache/model.h>
+#include <gradcache/model_call.h>
 #include <gradcache/model_input.h>
 #include <gradcache/precision.h>
 #include <gradcache/rng_state.h>
@@ -32,26 +33,22 @@ struct CallState {
   void add_model(const Model& model);
 };
 
+// Modules are recognised as Model recognises them (detail::IsModule): the devices of their
+// parameters are recorded, their buffers protected. Other arguments without a visible
+// tensor record nothing.
 template <class T>
 void add_arg(CallState& state, const T& arg) {
   if constexpr (std::is_same_v<T, at::Tensor>) {
     state.add_tensor(arg);
-  } else if constexpr (std::is_convertible_v<const T&, const ModelInput&> && !std::is_same_v<T, Model>) {
-    state.add_input(arg);  // vectors and maps of tensors, IValues
   } else if constexpr (std::is_same_v<T, Model>) {
     state.add_model(arg);
-  } else if constexpr (gradcache::detail::HasModulePtr<T>::value) {  // module holders, AnyModule
-    state.add_module(std::static_pointer_cast<torch::nn::Module>(arg.ptr()));
-  } else if constexpr (std::is_base_of_v<torch::nn::Module, T>) {
-    state.add_module(const_cast<T&>(arg).shared_from_this());
   } else if constexpr (std::is_same_v<T, torch::jit::Module>) {
     state.add_module(arg);
+  } else if constexpr (gradcache::detail::IsModule<T>::value) {
+    state.add_module(gradcache::detail::module_ptr(arg));
+  } else if constexpr (std::is_convertible_v<const T&, const ModelInput&>) {
+    state.add_input(arg);  // vectors and maps of tensors, IValues
   }
-  // Anything else carries no tensor we can see: nothing to record.
-}
-template <class M>
-void add_arg(CallState& state, const std::shared_ptr<M>& arg) {
-  if constexpr (std::is_base_of_v<torch::nn::Module, M>) state.add_module(arg);
 }
 template <class T>
 void add_arg(CallState& state, const std::reference_wrapper<T>& arg) {
@@ -153,19 +150,14 @@ auto cached(Fn fn, Precision precision = Precision::fp32) {
     (detail::add_arg(state, args), ...);
     auto devices = devices_of(state.tensors);
     auto rng_state = RngState::capture(devices);
-    const c10::Device device = autocast_device(devices);
     R out = [&] {
       c10::NoGradGuard no_grad;
-      AutocastScope autocast(precision, device);
-      return fn(args...);
+      return call_in_precision(precision, devices, [&] { return fn(args...); });
     }();
     auto saved_args = std::make_shared<std::tuple<std::decay_t<decltype(args)>...>>(args...);
-    Replay::Forward forward = [fn, saved_args, precision, device]() {
-      std::vector<at::Tensor> outputs;
-      {
-        AutocastScope autocast(precision, device);
-        outputs = detail::Reps<R>::flatten(std::apply(fn, *saved_args));
-      }
+    Replay::Forward forward = [fn, saved_args, precision, devices]() {
+      auto outputs = detail::Reps<R>::flatten(
+          call_in_precision(precision, devices, [&] { return std::apply(fn, *saved_args); }));
       for (auto& t : outputs) t = to_full_precision(t);  // matches the fp32 gradients of the leaves
       return outputs;
     };

@@ -37,14 +37,14 @@ class LossArgs {
   std::map<std::string, c10::IValue> args_;
 };
 
-/// A loss over the representations of all models, in model order.
-///
-/// Any callable with one of these signatures is accepted:
-///   Tensor(const std::vector<Tensor>& reps, const LossArgs& args)
-///   Tensor(const std::vector<Tensor>& reps)
-///   Tensor(const Tensor& q, const Tensor& p, const LossArgs& args)   // two models
-///   Tensor(const Tensor& q, const Tensor& p)                         // two models
-/// The loss must return a scalar and must not modify the representations in place.
+/// For two-model losses: throws, naming `who`, unless `reps` holds exactly two tensors.
+void check_two_reps(const std::vector<at::Tensor>& reps, const char* who);
+
+/// A loss over the representations of all models, in model order. Accepted callables:
+///   Tensor(const std::vector<Tensor>& reps, const LossArgs& args)   // the canonical form
+///   Tensor(const Tensor& q, const Tensor& p)                         // two models, no arguments
+/// The built-in losses (SimpleContrastiveLoss, ...) have the canonical form. The loss must
+/// return a scalar and must not modify the representations in place.
 class Loss {
  public:
   using Fn = std::function<at::Tensor(const std::vector<at::Tensor>&, const LossArgs&)>;
@@ -57,33 +57,22 @@ class Loss {
   bool defined() const { return static_cast<bool>(fn_); }
 
  private:
-  static void check_arity(const std::vector<at::Tensor>& reps, size_t expected);
-  static void check_no_args(const LossArgs& args);
+  // Checks what the (q, p) form cannot take: other than two representations, or arguments.
+  static void check_pair_call(const std::vector<at::Tensor>& reps, const LossArgs& args);
 
   template <class F>
   static Fn adapt(F f) {
     using Reps = const std::vector<at::Tensor>&;
-    using T = const at::Tensor&;
     if constexpr (std::is_invocable_r_v<at::Tensor, F&, Reps, const LossArgs&>) {
-      return [f = std::move(f)](Reps reps, const LossArgs& args) mutable { return f(reps, args); };
-    } else if constexpr (std::is_invocable_r_v<at::Tensor, F&, Reps>) {
+      return f;
+    } else {
+      static_assert(std::is_invocable_r_v<at::Tensor, F&, const at::Tensor&, const at::Tensor&>,
+                    "gradcache::Loss: a loss takes (const std::vector<Tensor>& reps, const LossArgs& args) or "
+                    "(const Tensor& q, const Tensor& p)");
       return [f = std::move(f)](Reps reps, const LossArgs& args) mutable {
-        check_no_args(args);
-        return f(reps);
-      };
-    } else if constexpr (std::is_invocable_r_v<at::Tensor, F&, T, T, const LossArgs&>) {
-      return [f = std::move(f)](Reps reps, const LossArgs& args) mutable {
-        check_arity(reps, 2);
-        return f(reps[0], reps[1], args);
-      };
-    } else if constexpr (std::is_invocable_r_v<at::Tensor, F&, T, T>) {
-      return [f = std::move(f)](Reps reps, const LossArgs& args) mutable {
-        check_arity(reps, 2);
-        check_no_args(args);
+        check_pair_call(reps, args);
         return f(reps[0], reps[1]);
       };
-    } else {
-      static_assert(sizeof(F) == 0, "gradcache::Loss: unsupported loss signature (see loss.h)");
     }
   }
 

@@ -44,13 +44,13 @@ namespace gradcache {
 /// updated twice, and finds the devices whose random generators it must replay.
 class Model {
  public:
-  using Forward = std::function<c10::IValue(const ModelInput&)>;
+  using Forward = detail::ModelForward;
 
   Model() = default;
 
   template <class M, std::enable_if_t<std::is_base_of_v<torch::nn::Module, M>, int> = 0>
   Model(std::shared_ptr<M> module)  // NOLINT: implicit by design
-      : Model(module_forward(module), std::static_pointer_cast<torch::nn::Module>(module)) {}
+      : Model(detail::module_forward(module), std::static_pointer_cast<torch::nn::Module>(module)) {}
 
   template <class M>
   Model(const torch::nn::ModuleHolder<M>& holder)  // NOLINT
@@ -60,11 +60,11 @@ class Model {
   Model(const torch::jit::Module& module);    // NOLINT
 
   template <class F, std::enable_if_t<std::conjunction_v<std::negation<std::is_base_of<Model, std::decay_t<F>>>,
-                                                         std::negation<detail::HasModulePtr<std::decay_t<F>>>,
+                                                         std::negation<detail::IsModule<std::decay_t<F>>>,
                                                          detail::IsCallableModel<std::decay_t<F>>>,
                                       int> = 0>
   Model(F fn)  // NOLINT
-      : Model(callable_forward(std::move(fn)), "callable") {}
+      : Model(detail::callable_forward(std::move(fn)), "callable") {}
 
   /// Calls the model.
   c10::IValue operator()(const ModelInput& input) const;
@@ -91,36 +91,6 @@ class Model {
   struct Impl;
   Model(Forward forward, std::shared_ptr<torch::nn::Module> module);
   Model(Forward forward, std::string name);
-
-  template <class M>
-  static Forward module_forward(std::shared_ptr<M> module) {
-    if constexpr (detail::HasPlainForward<M>::value) {
-      using Args = typename detail::Signature<decltype(&M::forward)>::Args;
-      return [module](const ModelInput& input) {
-        auto call = [&module](auto&&... a) { return module->forward(std::forward<decltype(a)>(a)...); };
-        return detail::IValueInvoker<decltype(call), Args>::call(call, input, "forward of " + module->name());
-      };
-    } else {
-      // A templated forward, e.g. torch::nn::Sequential: one tensor in.
-      return [module](const ModelInput& input) {
-        auto call = [&module](const at::Tensor& x) { return module->forward(x); };
-        return detail::IValueInvoker<decltype(call), std::tuple<at::Tensor>>::call(call, input,
-                                                                                   "forward of " + module->name());
-      };
-    }
-  }
-
-  template <class F>
-  static Forward callable_forward(F fn) {
-    if constexpr (std::is_invocable_v<F&, const ModelInput&>) {
-      return [fn = std::move(fn)](const ModelInput& input) mutable { return detail::to_ivalue(fn(input)); };
-    } else {
-      using Args = typename detail::Signature<F>::Args;
-      return [fn = std::move(fn)](const ModelInput& input) mutable {
-        return detail::IValueInvoker<F, Args>::call(fn, input, "callable model");
-      };
-    }
-  }
 
   std::shared_ptr<Impl> impl_;
 };

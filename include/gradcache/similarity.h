@@ -113,8 +113,8 @@ struct DualCacheResult {
 DualCacheResult dual_cache_backward(const at::Tensor& q, const at::Tensor& p, const PairScorer& scorer,
                                     const DualCacheOptions& options = {}, const at::Tensor& target = {});
 
-/// GradCache for a learned similarity: two models (queries, passages) and a scorer Phi trained
-/// together. Step 2 is dual_cache_backward; steps 1 and 3 are GradCache's own.
+/// Gradient cache for a learned similarity: two models (queries, passages) and a scorer Phi
+/// trained together. Step 2 is dual_cache_backward; steps 1 and 3 are GradCacheBase's.
 ///
 ///   PairMlp phi(PairMlpOptions(256, 512).dropout(0.1));
 ///   DualGradCache cache({q_enc, p_enc}, 32, phi, DualCacheOptions().tile_size(64));
@@ -123,7 +123,7 @@ DualCacheResult dual_cache_backward(const at::Tensor& q, const at::Tensor& p, co
 ///   optimizer.step();                 // every gradient as for the full batch of pairs
 ///
 /// LossArgs understood: "reduction", "target" (int64 [N]).
-class DualGradCache : public GradCache {
+class DualGradCache : public GradCacheBase {
  public:
   DualGradCache(std::vector<Model> models, std::vector<int64_t> chunk_sizes, PairScorer scorer,
                 DualCacheOptions options = {}, GradCacheOptions cache_options = {});
@@ -134,6 +134,7 @@ class DualGradCache : public GradCache {
   const DualCacheOptions& dual_options() const { return dual_options_; }
 
  protected:
+  /// Step 2: dual_cache_backward on the representations (Phi's gradients accumulate here).
   std::vector<at::Tensor> build_cache(const std::vector<at::Tensor>& reps, const LossArgs& loss_args,
                                       at::Tensor& loss_out) override;
 

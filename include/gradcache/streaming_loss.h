@@ -72,6 +72,11 @@ class StreamingContrastiveLoss {
  public:
   explicit StreamingContrastiveLoss(StreamingLossOptions options = {});
   at::Tensor operator()(const at::Tensor& q, const at::Tensor& p, const LossArgs& args = {}) const;
+  /// The canonical loss form (see Loss): reps = {q, p}.
+  at::Tensor operator()(const std::vector<at::Tensor>& reps, const LossArgs& args) const {
+    check_two_reps(reps, "StreamingContrastiveLoss");
+    return (*this)(reps[0], reps[1], args);
+  }
   const StreamingLossOptions& options() const { return options_; }
 
  private:

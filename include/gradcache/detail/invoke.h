@@ -5,7 +5,9 @@
 #include <gradcache/model_input.h>
 
 #include <cstddef>
+#include <functional>
 #include <map>
+#include <memory>
 #include <stdexcept>
 #include <string>
 #include <tuple>
@@ -47,14 +49,31 @@ struct HasPlainForward : std::false_type {};
 template <class M>
 struct HasPlainForward<M, std::void_t<decltype(&M::forward)>> : std::true_type {};
 
-// Whether T holds a torch::nn module and hands it out through ptr() (module holders,
-// AnyModule). Such types are models, never plain callables.
+// Whether T is a torch::nn module as Model takes one: a module holder or AnyModule (ptr()
+// hands out the module), a shared_ptr to a module, or a module itself (passed by reference).
+// Model and the functional API recognise modules through this one trait.
 template <class T, class = void>
 struct HasModulePtr : std::false_type {};
 template <class T>
 struct HasModulePtr<T, std::void_t<decltype(std::declval<const T&>().ptr())>>
     : std::is_base_of<torch::nn::Module,
                       typename std::decay_t<decltype(std::declval<const T&>().ptr())>::element_type> {};
+template <class T>
+struct IsModule : std::disjunction<HasModulePtr<T>, std::is_base_of<torch::nn::Module, T>> {};
+template <class M>
+struct IsModule<std::shared_ptr<M>> : std::is_base_of<torch::nn::Module, M> {};
+
+/// The module behind anything IsModule accepts.
+template <class T>
+std::shared_ptr<torch::nn::Module> module_ptr(const T& m) {
+  if constexpr (HasModulePtr<T>::value) {
+    return std::static_pointer_cast<torch::nn::Module>(m.ptr());
+  } else if constexpr (std::is_base_of_v<torch::nn::Module, T>) {
+    return const_cast<T&>(m).shared_from_this();
+  } else {
+    return std::static_pointer_cast<torch::nn::Module>(m);
+  }
+}
 
 // Whether F can be a callable model (checked lazily: a module holder's operator() is not
 // SFINAE-friendly, so holders must be excluded before invocability is asked).
@@ -124,6 +143,38 @@ struct IValueInvoker<F, std::tuple<A...>> {
     return invoke_impl<F, A...>(f, values, who, std::index_sequence_for<A...>{});
   }
 };
+
+/// How Model calls a module or a callable with a ModelInput.
+using ModelForward = std::function<c10::IValue(const ModelInput&)>;
+
+template <class M>
+ModelForward module_forward(std::shared_ptr<M> module) {
+  if constexpr (HasPlainForward<M>::value) {
+    using Args = typename Signature<decltype(&M::forward)>::Args;
+    return [module](const ModelInput& input) {
+      auto call = [&module](auto&&... a) { return module->forward(std::forward<decltype(a)>(a)...); };
+      return IValueInvoker<decltype(call), Args>::call(call, input, "forward of " + module->name());
+    };
+  } else {
+    // A templated forward, e.g. torch::nn::Sequential: one tensor in.
+    return [module](const ModelInput& input) {
+      auto call = [&module](const at::Tensor& x) { return module->forward(x); };
+      return IValueInvoker<decltype(call), std::tuple<at::Tensor>>::call(call, input, "forward of " + module->name());
+    };
+  }
+}
+
+template <class F>
+ModelForward callable_forward(F fn) {
+  if constexpr (std::is_invocable_v<F&, const ModelInput&>) {
+    return [fn = std::move(fn)](const ModelInput& input) mutable { return to_ivalue(fn(input)); };
+  } else {
+    using Args = typename Signature<F>::Args;
+    return [fn = std::move(fn)](const ModelInput& input) mutable {
+      return IValueInvoker<F, Args>::call(fn, input, "callable model");
+    };
+  }
+}
 
 }  // namespace detail
 }  // namespace gradcache

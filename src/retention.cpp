@@ -1,0 +1,50 @@
+#include <gradcache/retention.h>
+
+#include <c10/util/Exception.h>
+
+#include <algorithm>
+
+namespace gradcache {
+namespace {
+
+int64_t bytes_kept(const std::vector<ChunkRecord>& records) {
+  int64_t bytes = 0;
+  for (const auto& r : records) bytes += r.retained ? r.graph_bytes : 0;
+  return bytes;
+}
+
+}  // namespace
+
+int64_t ForwardResult::retained_chunks() const {
+  return std::count_if(chunks.begin(), chunks.end(), [](const ChunkRecord& r) { return r.retained; });
+}
+
+int64_t ForwardResult::retained_bytes() const { return bytes_kept(chunks); }
+
+RetentionPolicy::RetentionPolicy(int64_t max_chunks, int64_t memory) : max_chunks_(max_chunks), memory_(memory) {
+  TORCH_CHECK(max_chunks >= -1, "GradCache: retain_chunks must be >= 0 (or -1: as many as retain_memory allows), got ",
+              max_chunks);
+  TORCH_CHECK(memory >= 0, "GradCache: retain_memory must be >= 0 bytes, got ", memory);
+}
+
+bool RetentionPolicy::should_retain(const std::vector<ChunkRecord>& so_far, size_t num_chunks,
+                                    c10::optional<int64_t> rows, int64_t retained_before) const {
+  const auto n = static_cast<int64_t>(num_chunks);
+  const int64_t limit = max_chunks_ >= 0 ? std::min(max_chunks_, n) : (measures() ? n : 0);
+  const int64_t kept = std::count_if(so_far.begin(), so_far.end(), [](const ChunkRecord& r) { return r.retained; });
+  if (kept >= limit) return false;
+  if (!measures()) return true;
+  // A measured chunk that did not fit ends retention for this model.
+  const auto measured = std::find_if(so_far.rbegin(), so_far.rend(), [](const ChunkRecord& r) { return r.graph_bytes > 0; });
+  if (measured == so_far.rend()) return true;  // the probe
+  if (!measured->retained) return false;
+  if (!rows || measured->rows <= 0) return true;
+  const double bytes_per_row = static_cast<double>(measured->graph_bytes) / measured->rows;
+  return bytes_per_row * *rows <= memory_ - retained_before - bytes_kept(so_far);
+}
+
+bool RetentionPolicy::fits(const std::vector<ChunkRecord>& so_far, int64_t retained_before, int64_t bytes) const {
+  return !measures() || bytes <= memory_ - retained_before - bytes_kept(so_far);
+}
+
+}  // namespace gradcache
