@@ -31,23 +31,23 @@ MAX_FILE_LINES = 500
 MAX_CACHE_STEP_LINES = 1000
 
 # What a reader opens to follow one cache step of GradCache, from the call to the last
-# backward: the class, the step base, how a chunk reaches a model, splitting, the generator
-# replay, the loss interface and what a model is called with.
+# backward: the class and its steps, the retention policy, how a chunk reaches a model (and
+# its precision), the model, its input and how it is split, the generator replay, the loss
+# interface, and the guards that put generators and buffers back.
 CACHE_STEP_FILES = [
     "include/gradcache/grad_cache.h",
     "src/grad_cache.cpp",
-    "include/gradcache/cache_steps.h",
-    "src/cache_steps.cpp",
-    "include/gradcache/model_call.h",
-    "src/model_call.cpp",
     "include/gradcache/retention.h",
     "src/retention.cpp",
-    "include/gradcache/split.h",
-    "src/split.cpp",
-    "include/gradcache/rng_state.h",
-    "src/rng_state.cpp",
-    "include/gradcache/loss.h",
+    "include/gradcache/model_call.h",
+    "src/model_call.cpp",
+    "include/gradcache/precision.h",
+    "include/gradcache/model.h",
     "include/gradcache/model_input.h",
+    "include/gradcache/split.h",
+    "include/gradcache/rng_state.h",
+    "include/gradcache/loss.h",
+    "src/detail/state_guard.h",
 ]
 
 _TOKEN = re.compile(r'//[^\n]*|/\*.*?\*/|R"([^(]*)\(.*?\)\1"|"(?:\\.|[^"\\\n])*"|\'(?:\\.|[^\'\\\n])*\'', re.S)

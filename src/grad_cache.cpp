@@ -1,18 +1,16 @@
 #include <gradcache/grad_cache.h>
 
+#include "detail/graph_reach.h"
 #include "detail/state_guard.h"
 
 #include <gradcache/memory.h>
 
 #include <torch/csrc/autograd/autograd.h>
-#include <torch/csrc/autograd/function.h>
-#include <torch/csrc/autograd/variable.h>
 #include <ATen/ATen.h>
 #include <c10/core/GradMode.h>
 
 #include <cmath>
 #include <sstream>
-#include <unordered_set>
 
 namespace gradcache {
 namespace {
@@ -22,24 +20,6 @@ std::vector<c10::Device> merge(std::vector<c10::Device> a, const std::vector<c10
     if (std::find(a.begin(), a.end(), d) == a.end()) a.push_back(d);
   }
   return a;
-}
-
-// Whether the graph of `loss` reaches each leaf, found before any backward runs so that an
-// unused representation is reported without touching any gradient.
-std::vector<bool> leaves_reached(const at::Tensor& loss, const std::vector<at::Tensor>& leaves) {
-  std::vector<std::shared_ptr<torch::autograd::Node>> accumulators;
-  for (const auto& leaf : leaves) accumulators.push_back(torch::autograd::impl::try_get_grad_accumulator(leaf));
-  std::vector<bool> reached(leaves.size(), false);
-  std::vector<torch::autograd::Node*> stack{loss.grad_fn().get()};
-  std::unordered_set<torch::autograd::Node*> seen;
-  while (!stack.empty()) {
-    auto* node = stack.back();
-    stack.pop_back();
-    if (node == nullptr || !seen.insert(node).second) continue;
-    for (size_t i = 0; i < leaves.size(); ++i) reached[i] = reached[i] || node == accumulators[i].get();
-    for (const auto& edge : node->next_edges()) stack.push_back(edge.function.get());
-  }
-  return reached;
 }
 
 }  // namespace
@@ -256,7 +236,7 @@ void GradCache::check_loss(const at::Tensor& loss, const std::vector<at::Tensor>
   TORCH_CHECK(loss.numel() == 1, "GradCache: the loss function must return a scalar, got shape ", loss.sizes());
   TORCH_CHECK(loss.requires_grad(), "GradCache: the loss does not depend on any representation (it has no graph); ",
               "compute it from the representations the loss function receives");
-  const auto reached = leaves_reached(loss, leaves);
+  const auto reached = detail::leaves_reached(loss, leaves);
   for (size_t i = 0; i < leaves.size(); ++i) {
     TORCH_CHECK(reached[i], "GradCache: the loss does not use the representation of ", model_label(i),
                 "; every model's representation must contribute to the loss (remove the model otherwise)");

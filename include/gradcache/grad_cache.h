@@ -1,6 +1,7 @@
 // Gradient Cache: full-batch contrastive gradients with one chunk's activation memory.
 #pragma once
 
+#include <gradcache/errors.h>
 #include <gradcache/grad_scaler.h>
 #include <gradcache/loss.h>
 #include <gradcache/model.h>
@@ -14,23 +15,10 @@
 
 #include <cstdint>
 #include <memory>
-#include <stdexcept>
 #include <string>
 #include <vector>
 
 namespace gradcache {
-
-/// Thrown by a cache step when the loss is NaN or infinite (and by the streaming loss and
-/// the dual cache for a non-finite score, naming its tile). Nothing was backpropagated:
-/// parameter gradients are as they were before the step.
-class NonFiniteLossError : public std::runtime_error {
- public:
-  NonFiniteLossError(const std::string& message, double loss) : std::runtime_error(message), loss_(loss) {}
-  double loss() const { return loss_; }
-
- private:
-  double loss_;
-};
 
 struct GradCacheOptions {
   /// Splits an input into chunks; needed for inputs split_input() cannot split.
@@ -46,13 +34,11 @@ struct GradCacheOptions {
   /// (and is replayed later if it does not fit). Needs memory_stats() for the models'
   /// device: on CPU, install gradcache::CpuMemoryTracker first.
   TORCH_ARG(int64_t, retain_memory) = 0;
-  /// What the models compute in: each model call (step 1 and the replay) runs under its own
-  /// autocast scope for the device of the model's parameters. Representations are cast to
-  /// fp32 before the loss whatever this is, so the loss and the cache are always fp32.
+  /// What the models compute in: each model call runs under its own autocast scope; the
+  /// representations, the loss and the cache are fp32 whatever this is.
   TORCH_ARG(Precision, precision) = Precision::fp32;
-  /// fp16: scales the loss of step 2 (only that loss: the replay backpropagates the cached,
-  /// already scaled gradients), so parameter gradients come out scaled. Then
-  /// scaler->step(optimizer) unscales them and skips the step on inf/NaN; scaler->update().
+  /// fp16: scales the loss of step 2 only (the replay carries the scale in the cached
+  /// gradients); parameter gradients come out scaled for scaler->step(optimizer).
   TORCH_ARG(std::shared_ptr<GradScaler>, scaler) = nullptr;
 };
 
@@ -66,11 +52,10 @@ class GradCacheBase {
   GradCacheBase(std::vector<Model> models, std::vector<int64_t> chunk_sizes, GradCacheOptions options);
   virtual ~GradCacheBase() = default;
 
-  /// Runs one cache step: afterwards every model's parameter gradients are accumulated as
-  /// if `inputs` (one per model, in model order) had gone through the models as one batch.
-  /// Returns the loss, detached (and unscaled with a scaler). `loss_args` go to step 2.
-  /// On bad input or a failure before the parameter backward (including
-  /// NonFiniteLossError) it throws and leaves gradients, buffers and generators unchanged.
+  /// One cache step: every model's parameter gradients accumulate as if `inputs` (one per
+  /// model) had gone through as one batch. Returns the loss, detached and unscaled. On bad
+  /// input or a failure before the parameter backward (NonFiniteLossError included) it
+  /// throws and leaves gradients, buffers and generators unchanged.
   at::Tensor cache_step(const std::vector<ModelInput>& inputs, const LossArgs& loss_args = {});
   at::Tensor operator()(const std::vector<ModelInput>& inputs, const LossArgs& loss_args = {}) {
     return cache_step(inputs, loss_args);
@@ -101,16 +86,15 @@ class GradCacheBase {
   /// respect to each model's representations, in model order; sets `loss_out`.
   virtual std::vector<at::Tensor> build_cache(const std::vector<at::Tensor>& reps, const LossArgs& loss_args,
                                               at::Tensor& loss_out) = 0;
-  /// Step 3 for retained chunks: backpropagates their slices through the kept graphs and
-  /// frees them. Runs for every model before any replay, so their memory is free by then.
+  /// Step 3 for retained chunks: their slices through the kept graphs, which are then freed
+  /// (for every model before any replay, so that memory is free by then).
   virtual void backward_retained(size_t model_index, ForwardResult& forward, const at::Tensor& cached_grads);
   /// Step 3: replays each other chunk with grad under its recorded generator state and
   /// backpropagates its slice of the cached gradient into the parameters.
   virtual void forward_backward(size_t model_index, const std::vector<ModelInput>& chunks,
                                 const ForwardResult& forward, const at::Tensor& cached_grads);
-  /// Hook: model `model_index` has run the backward of its last chunk. Its parameter
-  /// gradients are complete once the last model sharing its module has reached this point
-  /// (see last_use_of_module). Distributed training synchronises gradients here.
+  /// Hook after model `model_index`'s last backward; its module's gradients are complete
+  /// at its last_use_of_module. Distributed training synchronises gradients here.
   virtual void on_model_backward_done(size_t model_index);
 
   /// Whether model `i` is the last in model order whose underlying module is its own

@@ -3,14 +3,17 @@
 
 #include <gradcache/chunk_size.h>
 #include <gradcache/contrastive_loss.h>
+#include <gradcache/errors.h>
 #include <gradcache/functional.h>
 #include <gradcache/grad_cache.h>
 #include <gradcache/grad_scaler.h>
 #include <gradcache/loss.h>
 #include <gradcache/memory.h>
 #include <gradcache/model.h>
+#include <gradcache/model_call.h>
 #include <gradcache/model_input.h>
 #include <gradcache/precision.h>
+#include <gradcache/retention.h>
 #include <gradcache/rng_state.h>
 #include <gradcache/similarity.h>
 #include <gradcache/split.h>
