@@ -122,6 +122,32 @@ int free_port() {
   return ntohs(addr.sin_port);
 }
 
+// One configuration: `world` child processes, one per rank, started together; their JSON.
+Json run_ranks(const DistributedSettings& s, const CommonSettings& common, int64_t world) {
+  DistributedPointSettings p;
+  p.model = s.model;
+  p.batch = s.batch;
+  p.chunk = s.chunk;
+  p.reps = s.reps;
+  p.warmup = s.warmup;
+  p.world = world;
+  p.port = free_port();
+  p.threads = common.threads;
+  p.blas_threads = common.blas_threads;
+  std::vector<std::future<std::string>> children;
+  for (int64_t r = 0; r < world; ++r) {
+    p.rank = r;
+    OptionTable t;
+    p.add_options(t);
+    std::vector<std::string> args{"child-distributed"};
+    for (auto& a : t.to_args()) args.push_back(a);
+    children.push_back(std::async(std::launch::async, run_child, common.program, args));
+  }
+  Json ranks = Json::array();
+  for (auto& c : children) ranks.push_back(Json::parse(c.get()));
+  return ranks;
+}
+
 }  // namespace
 
 ScenarioResult run_distributed(const DistributedSettings& s, const CommonSettings& common) {
@@ -139,28 +165,8 @@ ScenarioResult run_distributed(const DistributedSettings& s, const CommonSetting
   Json rows = Json::array();
   double one_process = 0;
   for (int64_t world : s.processes) {
-    DistributedPointSettings p;
-    p.model = s.model;
-    p.batch = s.batch;
-    p.chunk = s.chunk;
-    p.reps = s.reps;
-    p.warmup = s.warmup;
-    p.world = world;
-    p.port = free_port();
-    p.threads = common.threads;
-    p.blas_threads = common.blas_threads;
     progress("distributed: " + std::to_string(world) + " process(es)");
-    std::vector<std::future<std::string>> children;
-    for (int64_t r = 0; r < world; ++r) {
-      p.rank = r;
-      OptionTable t;
-      p.add_options(t);
-      std::vector<std::string> args{"child-distributed"};
-      for (auto& a : t.to_args()) args.push_back(a);
-      children.push_back(std::async(std::launch::async, run_child, common.program, args));
-    }
-    Json ranks = Json::array();
-    for (auto& c : children) ranks.push_back(Json::parse(c.get()));
+    const Json ranks = run_ranks(s, common, world);
     // A step ends when its slowest rank ends: the largest median; memory: the largest rank.
     double step = 0;
     int64_t peak = 0, rss = 0;
