@@ -1,7 +1,8 @@
-// The training steps the benchmarks compare, as the trainer takes them: the full batch in
-// one pass, gradient accumulation (the paper's baseline) and the gradient cache.
-// The steps that need instrumentation (RecordingGradCache, InferenceModeGradCache,
-// DistributedGradCache) are built by their scenarios instead.
+// The training steps the benchmarks compare, taken as the trainer takes them (the shared step
+// layer, retriever/training_step.h): the full batch in one pass, gradient accumulation (the
+// paper's baseline) and the gradient cache. The steps that need instrumentation
+// (RecordingGradCache, InferenceModeGradCache, DistributedGradCache with its byte count) are
+// built by their scenarios instead.
 #pragma once
 
 #include "workload.h"
@@ -24,7 +25,7 @@ struct StepSpec {
 /// contrastive loss and returns the loss. The workload must outlive it.
 using Step = std::function<double(const Batch&)>;
 
-/// Throws std::invalid_argument for an unknown mode.
+/// Throws std::invalid_argument for an unknown mode or bad options.
 Step make_step(const Workload& workload, const StepSpec& spec);
 
 }  // namespace gcbench
