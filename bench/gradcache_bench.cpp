@@ -1,30 +1,48 @@
 // gradcache-bench: what the gradient cache costs and whether it is exact.
 //
 //   gradcache-bench SCENARIO [flags]     SCENARIO: exactness memory overhead retain chunk-size
-//                                                  threads precision all
+//                                                  threads distributed precision streaming all
 //   gradcache-bench SCENARIO --help      its flags and their defaults
 //
 // A table on stdout by default; with --json exactly one JSON object on stdout and all human
-// text on stderr. --plot FILE.png draws the memory and time / memory curves with gnuplot.
-#include "bench.h"
+// text on stderr. --plot FILE.png draws the scenarios' figures with gnuplot.
+#include "measure.h"
+#include "options.h"
+#include "plot.h"
+#include "scenarios.h"
+#include "system.h"
 
+#include <gradcache/memory.h>
 #include <gradcache/version.h>
 #include <torch/version.h>
 
+#include <CLI/CLI.hpp>
+
 #include <unistd.h>
 
+#include <algorithm>
 #include <climits>
 #include <iostream>
+#include <list>
 #include <thread>
 
 namespace {
 
+using gcbench::CommonSettings;
 using gcbench::Json;
 using gcbench::OptionTable;
 
-// Every scenario: its name, what it does, and how to add its options and run it. The
-// settings live in this struct, one per scenario (no global settings).
-struct Scenarios {
+// A scenario: its name, what it measures, its options and how to run it.
+struct Scenario {
+  std::string name, about;
+  std::function<void(OptionTable&)> add_options;
+  std::function<gcbench::ScenarioResult(const CommonSettings&)> run;
+  bool in_all = true;  ///< run by `all`
+};
+
+// The settings of every scenario, one struct each (no global settings), and the scenarios
+// that read them.
+struct ScenarioSettings {
   gcbench::ExactnessSettings exactness;
   gcbench::MemorySettings memory;
   gcbench::OverheadSettings overhead;
@@ -33,62 +51,49 @@ struct Scenarios {
   gcbench::ThreadsSettings threads;
   gcbench::DistributedSettings distributed;
   gcbench::PrecisionSettings precision;
+  gcbench::StreamingSettings streaming;
 
-  struct Entry {
-    std::string name, about;
-    std::function<void(OptionTable&)> add_options;
-    std::function<gcbench::ScenarioResult(const gcbench::CommonSettings&)> run;
-  };
-  std::vector<Entry> entries() {
+  template <class Settings, class Run>
+  static Scenario make(std::string name, std::string about, Settings& s, Run run, bool in_all = true) {
+    return {std::move(name), std::move(about), [&s](OptionTable& t) { s.add_options(t); },
+            [&s, run](const CommonSettings& c) { return run(s, c); }, in_all};
+  }
+
+  std::vector<Scenario> scenarios() {
     return {
-        {"exactness", "cache vs full-batch gradients, max relative error (Transformer with dropout, MLP eval)",
-         [this](OptionTable& t) { exactness.add_options(t); },
-         [this](const gcbench::CommonSettings& c) { return gcbench::run_exactness(exactness, c); }},
-        {"memory", "peak memory vs batch size: full, accumulate, cache (child process per point)",
-         [this](OptionTable& t) { memory.add_options(t); },
-         [this](const gcbench::CommonSettings& c) { return gcbench::run_memory(memory, c); }},
-        {"overhead", "step time: cache (nothing retained) vs accumulate vs full",
-         [this](OptionTable& t) { overhead.add_options(t); },
-         [this](const gcbench::CommonSettings& c) { return gcbench::run_overhead(overhead, c); }},
-        {"retain", "time / memory trade-off of retain_chunks and memory_budget",
-         [this](OptionTable& t) { retain.add_options(t); },
-         [this](const gcbench::CommonSettings& c) { return gcbench::run_retain(retain, c); }},
-        {"chunk-size", "find_chunk_size: chosen chunk size and measured peak vs budget",
-         [this](OptionTable& t) { chunk_size.add_options(t); },
-         [this](const gcbench::CommonSettings& c) { return gcbench::run_chunk_size(chunk_size, c); }},
-        {"threads", "cache step time for intra-op x OpenBLAS threads in {1,2} x {1,2}",
-         [this](OptionTable& t) { threads.add_options(t); },
-         [this](const gcbench::CommonSettings& c) { return gcbench::run_threads(threads, c); }},
-        {"distributed", "one step of the same batch in 1 and 2 processes (Gloo): time, memory, bytes all-reduced",
-         [this](OptionTable& t) { distributed.add_options(t); },
-         [this](const gcbench::CommonSettings& c) { return gcbench::run_distributed(distributed, c); }},
-        {"precision", "cache step in fp32 vs bf16 autocast: time (interleaved), peak memory, gradient error",
-         [this](OptionTable& t) { precision.add_options(t); },
-         [this](const gcbench::CommonSettings& c) { return gcbench::run_precision(precision, c); }},
+        make("exactness", "cache vs full-batch gradients, max relative error (Transformer with dropout, MLP eval)",
+             exactness, gcbench::run_exactness),
+        make("memory", "peak memory vs batch size: full, accumulate, cache (child process per point)", memory,
+             gcbench::run_memory),
+        make("overhead", "step time: cache (nothing retained) vs accumulate vs full", overhead, gcbench::run_overhead),
+        make("retain", "time / memory trade-off of retain_chunks and memory_budget", retain, gcbench::run_retain),
+        make("chunk-size", "find_chunk_size: chosen chunk size and measured peak vs budget", chunk_size,
+             gcbench::run_chunk_size),
+        make("threads", "cache step time for intra-op x OpenBLAS threads in {1,2} x {1,2}", threads,
+             gcbench::run_threads),
+        make("distributed", "one step of the same batch in 1 and 2 processes (Gloo): time, memory, bytes all-reduced",
+             distributed, gcbench::run_distributed),
+        make("precision", "cache step in fp32 vs bf16 autocast: time (interleaved), peak memory, gradient error",
+             precision, gcbench::run_precision),
+        make("streaming", "dense vs streaming contrastive loss: peak memory and time vs N (minutes; not in 'all')",
+             streaming, gcbench::run_streaming, /*in_all=*/false),
     };
   }
 };
 
-void add_common_options(OptionTable& t, gcbench::CommonSettings& c) {
-  t.add_switch("--json", &c.json, "one JSON object on stdout (human text on stderr)");
-  t.add_string("--plot", &c.plot, "draw the curves into this PNG (data + gnuplot script next to it)");
-  t.add_int("--threads", &c.threads, "LibTorch intra-op threads");
-  t.add_int("--blas-threads", &c.blas_threads, "OpenBLAS threads (0: OpenBLAS's default)");
-  t.add_switch("--help", &c.help, "this help");
-}
+// A subcommand: the scenarios it runs and the common settings its flags fill.
+struct Command {
+  std::string name;
+  std::vector<Scenario> scenarios;
+  CommonSettings common;
+  CLI::App* app = nullptr;
+};
 
-std::string usage(Scenarios& scenarios) {
-  std::string text = "usage: gradcache-bench SCENARIO [flags]   (gradcache-bench SCENARIO --help: its flags)\n\n";
-  for (const auto& e : scenarios.entries()) {
-    std::string name = "  " + e.name;
-    name.resize(14, ' ');
-    text += name + e.about + "\n";
-  }
-  text += "  all           every scenario in turn\n\ncommon flags:\n";
-  gcbench::CommonSettings c;
-  OptionTable t;
-  add_common_options(t, c);
-  return text + t.help();
+void add_common_options(OptionTable& t, CommonSettings& c) {
+  t.add_switch("--json", &c.json, "one JSON object on stdout (human text on stderr)");
+  t.add("--plot", &c.plot, "draw the figures into this PNG (data + gnuplot script next to it)");
+  t.add("--threads", &c.threads, "LibTorch intra-op threads");
+  t.add("--blas-threads", &c.blas_threads, "OpenBLAS threads (0: OpenBLAS's default)");
 }
 
 std::string self_path(const char* argv0) {
@@ -106,121 +111,131 @@ Json threads_json() {
               {"load_average_1min_at_start", gcbench::load_average()}};
 }
 
-// `gradcache-bench --child memory|distributed [flags]`: one measurement, its JSON on stdout.
-int child_main(const std::vector<std::string>& args) {
-  OptionTable t;
-  if (!args.empty() && args[0] == "memory") {
-    gcbench::MemoryPointSettings s;
-    s.add_options(t);
-    t.parse({args.begin() + 1, args.end()});
-    std::cout << gcbench::measure_memory_point(s).dump() << std::endl;
-    return 0;
-  }
-  if (!args.empty() && args[0] == "distributed") {
-    gcbench::DistributedPointSettings s;
-    s.add_options(t);
-    t.parse({args.begin() + 1, args.end()});
-    std::cout << gcbench::measure_distributed_point(s).dump() << std::endl;
-    return 0;
-  }
-  std::cerr << "gradcache-bench: --child expects 'memory' or 'distributed'\n";
-  return 2;
+std::string torch_version() {
+  return std::to_string(TORCH_VERSION_MAJOR) + "." + std::to_string(TORCH_VERSION_MINOR) + "." +
+         std::to_string(TORCH_VERSION_PATCH);
 }
 
-int run(int argc, char** argv) {
-  // First, before any tensor exists: every CPU tensor from here on is counted.
-  gradcache::CpuMemoryTracker::install();
-  std::vector<std::string> args(argv + 1, argv + argc);
-  if (!args.empty() && args[0] == "--child") return child_main({args.begin() + 1, args.end()});
-
-  Scenarios scenarios;
-  if (args.empty() || args[0] == "--help" || args[0] == "-h") {
-    std::cout << usage(scenarios);
-    return args.empty() ? 2 : 0;
-  }
-  const std::string name = args[0];
-  auto entries = scenarios.entries();
-  std::vector<Scenarios::Entry> chosen;
-  for (const auto& e : entries) {
-    if (name == "all" || e.name == name) chosen.push_back(e);
-  }
-  if (chosen.empty()) {
-    std::cerr << "gradcache-bench: unknown scenario '" << name << "'\n\n" << usage(scenarios);
-    return 2;
-  }
-
-  gcbench::CommonSettings common;
-  common.program = self_path(argv[0]);
-  OptionTable table;
-  add_common_options(table, common);
-  for (const auto& e : chosen) e.add_options(table);
-  try {
-    table.parse({args.begin() + 1, args.end()});
-  } catch (const std::invalid_argument& e) {
-    std::cerr << "gradcache-bench " << name << ": " << e.what() << "\n";
-    return 2;
-  }
-  if (common.help) {
-    std::cout << "usage: gradcache-bench " << name << " [flags]\n\n" << table.help();
-    return 0;
-  }
-  gcbench::set_threads(common.threads, common.blas_threads);
-
-  // With --json, stdout carries only the JSON object.
-  std::ostream& text = common.json ? std::cerr : std::cout;
-  const Json threads = threads_json();
-  text << "gradcache-bench " << name << " | gradcache " << GRADCACHE_VERSION << " | LibTorch "
-       << TORCH_VERSION_MAJOR << "." << TORCH_VERSION_MINOR << "." << TORCH_VERSION_PATCH
+void print_header(std::ostream& text, const std::string& name, const Json& threads) {
+  text << "gradcache-bench " << name << " | gradcache " << GRADCACHE_VERSION << " | LibTorch " << torch_version()
        << " CPU | threads: intra-op " << threads["intra_op"] << ", OpenBLAS "
        << (gcbench::openblas_found() ? std::to_string(threads["openblas"].get<int64_t>()) : std::string("not found"))
        << ", " << threads["hardware_concurrency"] << " cores, load average " << gcbench::fmt(gcbench::load_average(), 2)
        << "\n\n"
        << std::flush;
+}
 
-  Json report{{"program", "gradcache-bench"},
-              {"scenario", name},
-              {"gradcache_version", GRADCACHE_VERSION},
-              {"torch_version", std::to_string(TORCH_VERSION_MAJOR) + "." + std::to_string(TORCH_VERSION_MINOR) + "." +
-                                    std::to_string(TORCH_VERSION_PATCH)},
-              {"threads", threads}};
+// Runs the command's scenarios in turn: their results into report["scenarios"], their
+// targets (each marked with its scenario) into report["targets"], their text onto `text`.
+void run_scenarios(const Command& command, Json& report, std::ostream& text) {
   Json results = Json::object(), targets = Json::array();
-  const double start = gcbench::now_seconds();
-  for (const auto& e : chosen) {
+  for (const auto& scenario : command.scenarios) {
     const double t0 = gcbench::now_seconds();
-    auto result = e.run(common);
+    auto result = scenario.run(command.common);
     const double seconds = gcbench::now_seconds() - t0;
     result.json["seconds"] = seconds;
     if (result.json.contains("targets")) {
       for (auto t : result.json["targets"]) {
-        t["scenario"] = e.name;
+        t["scenario"] = scenario.name;
         targets.push_back(t);
       }
     }
-    results[e.name] = result.json;
-    result.json["load_average_1min_after"] = gcbench::load_average();
-    text << result.text << "(" << e.name << ": " << gcbench::fmt(seconds, 1) << " s, load average "
+    results[scenario.name] = result.json;
+    text << result.text << "(" << scenario.name << ": " << gcbench::fmt(seconds, 1) << " s, load average "
          << gcbench::fmt(gcbench::load_average(), 2) << ")\n\n"
          << std::flush;
   }
   report["scenarios"] = results;
   report["targets"] = targets;
-  report["all_targets_hold"] = std::all_of(targets.begin(), targets.end(), [](const Json& t) { return t["holds"].get<bool>(); });
-  report["seconds"] = gcbench::now_seconds() - start;
+  report["all_targets_hold"] =
+      std::all_of(targets.begin(), targets.end(), [](const Json& t) { return t["holds"].get<bool>(); });
+}
 
+int run_command(const Command& command) {
+  const CommonSettings& common = command.common;
+  gcbench::set_threads(common.threads, common.blas_threads);
+  // With --json, stdout carries only the JSON object.
+  std::ostream& text = common.json ? std::cerr : std::cout;
+  const Json threads = threads_json();
+  print_header(text, command.name, threads);
+  Json report{{"program", "gradcache-bench"},
+              {"scenario", command.name},
+              {"gradcache_version", GRADCACHE_VERSION},
+              {"torch_version", torch_version()},
+              {"threads", threads}};
+  const double start = gcbench::now_seconds();
+  run_scenarios(command, report, text);
+  report["seconds"] = gcbench::now_seconds() - start;
   if (!common.plot.empty()) {
-    const auto files = gcbench::write_plot(common.plot, results);
+    const auto files = gcbench::write_plot(common.plot, report["scenarios"]);
     report["plot_files"] = files;
     text << "plot:";
     for (const auto& f : files) text << " " << f;
     text << "\n";
   }
-  if (chosen.size() > 1) {
+  if (command.scenarios.size() > 1) {
     text << "targets:\n";
-    for (const auto& t : targets) text << "  [" << t["scenario"].get<std::string>() << "] " << gcbench::target_line(t) << "\n";
+    for (const auto& t : report["targets"]) {
+      text << "  [" << t["scenario"].get<std::string>() << "] " << gcbench::target_line(t) << "\n";
+    }
     text << "total " << gcbench::fmt(report["seconds"].get<double>(), 1) << " s\n";
   }
   if (common.json) std::cout << report.dump(2) << std::endl;
+  // What ran and what was written, for a smoke test; says nothing about the targets.
+  const size_t n = command.scenarios.size();
+  text << "gradcache-bench " << command.name << ": ran " << n << (n == 1 ? " scenario" : " scenarios")
+       << (common.json ? ", wrote the JSON" : "") << (common.plot.empty() ? "" : ", wrote the plot") << std::endl;
   return 0;
+}
+
+// Hidden subcommands `child-memory` and `child-distributed`: one measurement in a fresh
+// process, its JSON on stdout. The parent hands its settings over as flags.
+template <class Settings>
+void add_child_command(CLI::App& app, const std::string& name, std::function<Json(const Settings&)> measure) {
+  auto settings = std::make_shared<Settings>();
+  auto table = std::make_shared<OptionTable>();
+  settings->add_options(*table);
+  auto* sub = app.add_subcommand(name, "one measurement in a child process (internal)")->group("");
+  table->declare(*sub);
+  sub->callback([settings, measure] { std::cout << measure(*settings).dump() << std::endl; });
+}
+
+int run(int argc, char** argv) {
+  // First, before any tensor exists: every CPU tensor from here on is counted.
+  gradcache::CpuMemoryTracker::install();
+  CLI::App app("gradcache-bench: what the gradient cache costs and whether it is exact "
+               "(SCENARIO --help: its flags and defaults)");
+  app.require_subcommand(1);
+  ScenarioSettings settings;
+  const auto scenarios = settings.scenarios();
+  std::list<Command> commands;  // stable addresses: the options point into them
+  for (const auto& s : scenarios) commands.push_back({s.name, {s}, {}, nullptr});
+  commands.push_back({"all", {}, {}, nullptr});
+  for (const auto& s : scenarios) {
+    if (s.in_all) commands.back().scenarios.push_back(s);
+  }
+  for (auto& command : commands) {
+    command.common.program = self_path(argv[0]);
+    if (command.name == "streaming") command.common.blas_threads = 0;  // as its own program had it
+    OptionTable table;
+    add_common_options(table, command.common);
+    for (const auto& s : command.scenarios) s.add_options(table);
+    const std::string about = command.name == "all" ? "every scenario in turn (but streaming)"
+                                                    : command.scenarios.front().about;
+    command.app = app.add_subcommand(command.name, about);
+    table.declare(*command.app);
+  }
+  add_child_command<gcbench::MemoryPointSettings>(app, "child-memory", gcbench::measure_memory_point);
+  add_child_command<gcbench::DistributedPointSettings>(app, "child-distributed", gcbench::measure_distributed_point);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e);
+  }
+  for (const auto& command : commands) {
+    if (command.app->parsed()) return run_command(command);
+  }
+  return 0;  // a child command: its callback has run
 }
 
 }  // namespace

@@ -1,9 +1,12 @@
 // Scenario `distributed`: one cache step of the same global batch in 1 process and in 2
 // processes (DistributedGradCache over Gloo on loopback), each configuration in fresh child
-// processes (`gradcache-bench --child distributed ...`). Reports step time, peak memory per
+// processes (`gradcache-bench child-distributed ...`). Reports step time, peak memory per
 // process and the gradient bytes each rank all-reduces per step, next to what an all-reduce
 // after every chunk's backward (DDP without no_sync) would send.
-#include "bench.h"
+#include "measure.h"
+#include "options.h"
+#include "scenarios.h"
+#include "system.h"
 
 #ifdef GRADCACHE_WITH_DISTRIBUTED
 #include <gradcache/distributed.h>
@@ -21,24 +24,24 @@ namespace gcbench {
 
 void DistributedSettings::add_options(OptionTable& t) {
   model.add_options(t);
-  t.add_int("--batch", &batch, "global contrastive batch (pairs), split evenly over the processes");
-  t.add_int("--chunk", &chunk, "chunk size");
-  t.add_int("--reps", &reps, "timed steps per configuration");
-  t.add_int("--warmup", &warmup, "untimed steps first");
-  t.add_ints("--processes", &processes, "process counts to compare");
+  t.add("--batch", &batch, "global contrastive batch (pairs), split evenly over the processes");
+  t.add("--chunk", &chunk, "chunk size");
+  t.add("--reps", &reps, "timed steps per configuration");
+  t.add("--warmup", &warmup, "untimed steps first");
+  t.add("--processes", &processes, "process counts to compare");
 }
 
 void DistributedPointSettings::add_options(OptionTable& t) {
   model.add_options(t);
-  t.add_int("--batch", &batch, "global pairs");
-  t.add_int("--chunk", &chunk, "chunk size");
-  t.add_int("--reps", &reps, "timed steps");
-  t.add_int("--warmup", &warmup, "untimed steps");
-  t.add_int("--rank", &rank, "this process's rank");
-  t.add_int("--world", &world, "processes");
-  t.add_int("--port", &port, "rendezvous port on 127.0.0.1 (rank 0 serves it)");
-  t.add_int("--threads", &threads, "intra-op threads");
-  t.add_int("--blas-threads", &blas_threads, "OpenBLAS threads");
+  t.add("--batch", &batch, "global pairs");
+  t.add("--chunk", &chunk, "chunk size");
+  t.add("--reps", &reps, "timed steps");
+  t.add("--warmup", &warmup, "untimed steps");
+  t.add("--rank", &rank, "this process's rank");
+  t.add("--world", &world, "processes");
+  t.add("--port", &port, "rendezvous port on 127.0.0.1 (rank 0 serves it)");
+  t.add("--threads", &threads, "intra-op threads");
+  t.add("--blas-threads", &blas_threads, "OpenBLAS threads");
 }
 
 Json measure_distributed_point(const DistributedPointSettings& s) {
@@ -119,6 +122,32 @@ int free_port() {
   return ntohs(addr.sin_port);
 }
 
+// One configuration: `world` child processes, one per rank, started together; their JSON.
+Json run_ranks(const DistributedSettings& s, const CommonSettings& common, int64_t world) {
+  DistributedPointSettings p;
+  p.model = s.model;
+  p.batch = s.batch;
+  p.chunk = s.chunk;
+  p.reps = s.reps;
+  p.warmup = s.warmup;
+  p.world = world;
+  p.port = free_port();
+  p.threads = common.threads;
+  p.blas_threads = common.blas_threads;
+  std::vector<std::future<std::string>> children;
+  for (int64_t r = 0; r < world; ++r) {
+    p.rank = r;
+    OptionTable t;
+    p.add_options(t);
+    std::vector<std::string> args{"child-distributed"};
+    for (auto& a : t.to_args()) args.push_back(a);
+    children.push_back(std::async(std::launch::async, run_child, common.program, args));
+  }
+  Json ranks = Json::array();
+  for (auto& c : children) ranks.push_back(Json::parse(c.get()));
+  return ranks;
+}
+
 }  // namespace
 
 ScenarioResult run_distributed(const DistributedSettings& s, const CommonSettings& common) {
@@ -136,28 +165,8 @@ ScenarioResult run_distributed(const DistributedSettings& s, const CommonSetting
   Json rows = Json::array();
   double one_process = 0;
   for (int64_t world : s.processes) {
-    DistributedPointSettings p;
-    p.model = s.model;
-    p.batch = s.batch;
-    p.chunk = s.chunk;
-    p.reps = s.reps;
-    p.warmup = s.warmup;
-    p.world = world;
-    p.port = free_port();
-    p.threads = common.threads;
-    p.blas_threads = common.blas_threads;
     progress("distributed: " + std::to_string(world) + " process(es)");
-    std::vector<std::future<std::string>> children;
-    for (int64_t r = 0; r < world; ++r) {
-      p.rank = r;
-      OptionTable t;
-      p.add_options(t);
-      std::vector<std::string> args{"--child", "distributed"};
-      for (auto& a : t.to_args()) args.push_back(a);
-      children.push_back(std::async(std::launch::async, run_child, common.program, args));
-    }
-    Json ranks = Json::array();
-    for (auto& c : children) ranks.push_back(Json::parse(c.get()));
+    const Json ranks = run_ranks(s, common, world);
     // A step ends when its slowest rank ends: the largest median; memory: the largest rank.
     double step = 0;
     int64_t peak = 0, rss = 0;

@@ -1,8 +1,13 @@
 // Scenario `memory`: peak memory against the contrastive batch size for full-batch training,
 // gradient accumulation and the gradient cache. Each configuration runs in a fresh child
-// process (`gradcache-bench --child memory ...`): the tracker's peak is exact in any
+// process (`gradcache-bench child-memory ...`): the tracker's peak is exact in any
 // process, but the peak resident set size only grows within one.
-#include "bench.h"
+#include "instrumented_cache.h"
+#include "measure.h"
+#include "options.h"
+#include "scenarios.h"
+#include "steps.h"
+#include "system.h"
 
 #include <algorithm>
 #include <cmath>
@@ -31,25 +36,25 @@ MemorySettings::MemorySettings() {
 
 void MemorySettings::add_options(OptionTable& t) {
   model.add_options(t);
-  t.add_ints("--batches", &batches, "contrastive batch sizes (pairs)");
-  t.add_strings("--modes", &modes,
+  t.add("--batches", &batches, "contrastive batch sizes (pairs)");
+  t.add("--modes", &modes,
                 "full, accumulate, cache (retain 1, the default), cache-r0 (retain 0); a cache mode ending in "
                 "-streaming uses the streaming loss (cache-streaming, cache-r0-streaming)");
-  t.add_int("--chunk", &chunk, "chunk size of accumulate and cache");
-  t.add_int("--check-batch", &check_batch, "batch at which the cache target is checked");
-  t.add_int("--full-max", &full_max, "largest batch measured for mode full");
-  t.add_int("--accumulate-max", &accumulate_max, "largest batch measured for mode accumulate");
+  t.add("--chunk", &chunk, "chunk size of accumulate and cache");
+  t.add("--check-batch", &check_batch, "batch at which the cache target is checked");
+  t.add("--full-max", &full_max, "largest batch measured for mode full");
+  t.add("--accumulate-max", &accumulate_max, "largest batch measured for mode accumulate");
   t.add_switch("--no-spawn", &no_spawn, "measure in this process (no peak RSS)");
-  t.add_double("--memory-limit", &limit, "target: cache peak at check batch within this fraction of the prediction");
+  t.add("--memory-limit", &limit, "target: cache peak at check batch within this fraction of the prediction");
 }
 
 void MemoryPointSettings::add_options(OptionTable& t) {
   model.add_options(t);
-  t.add_string("--mode", &mode, "full | accumulate | cache | cache-r0 | cache-streaming | cache-r0-streaming");
-  t.add_int("--batch", &batch, "pairs");
-  t.add_int("--chunk", &chunk, "chunk size");
-  t.add_int("--threads", &threads, "intra-op threads");
-  t.add_int("--blas-threads", &blas_threads, "OpenBLAS threads");
+  t.add("--mode", &mode, "full | accumulate | cache | cache-r0 | cache-streaming | cache-r0-streaming");
+  t.add("--batch", &batch, "pairs");
+  t.add("--chunk", &chunk, "chunk size");
+  t.add("--threads", &threads, "intra-op threads");
+  t.add("--blas-threads", &blas_threads, "OpenBLAS threads");
 }
 
 Json measure_memory_point(const MemoryPointSettings& s) {
@@ -69,10 +74,9 @@ Json measure_memory_point(const MemoryPointSettings& s) {
   const double t0 = now_seconds();
   int64_t peak = 0;
   Json extra = Json::object();
-  if (s.mode == "full") {
-    peak = peak_bytes_of([&] { w.step_full(b); });
-  } else if (s.mode == "accumulate") {
-    peak = peak_bytes_of([&] { w.step_accumulate(b, s.chunk); });
+  if (s.mode == "full" || s.mode == "accumulate") {
+    const Step step = make_step(w, {s.mode, s.chunk});
+    peak = peak_bytes_of([&] { step(b); });
   } else if (mode == "cache" || mode == "cache-r0") {
     const int64_t retain = mode == "cache-r0" ? 0 : -1;
     RecordingGradCache cache(w.models(), s.chunk, w.loss(), w.cache_options().retain_chunks(retain));
@@ -106,51 +110,41 @@ Json measure_memory_point(const MemoryPointSettings& s) {
   return j;
 }
 
-ScenarioResult run_memory(const MemorySettings& s, const CommonSettings& common) {
-  ScenarioResult out;
-  {
-    Workload w(s.model);
-    progress("memory: " + w.describe());
-    out.json["model"] = s.model.to_json();
-    out.json["model"]["parameters"] = w.parameter_count();
-  }
-  out.json["chunk"] = s.chunk;
-  out.json["measured_in"] = s.no_spawn ? "this process" : "one child process per configuration";
+namespace {
 
-  Json points = Json::array();
-  std::map<std::string, std::map<int64_t, Json>> by_mode;
-  for (int64_t n : s.batches) {
-    for (const auto& mode : s.modes) {
-      if ((mode == "full" && n > s.full_max) || (mode == "accumulate" && n > s.accumulate_max)) continue;
-      MemoryPointSettings p;
-      p.model = s.model;
-      p.mode = mode;
-      p.batch = n;
-      p.chunk = s.chunk;
-      p.threads = common.threads;
-      p.blas_threads = common.blas_threads;
-      Json j;
-      if (s.no_spawn) {
-        j = measure_memory_point(p);
-        j.erase("rss_peak_bytes");  // meaningless in a shared process
-        j.erase("rss_before_bytes");
-        j.erase("rss_peak_before_step_bytes");
-      } else {
-        OptionTable t;
-        p.add_options(t);
-        std::vector<std::string> args{"--child", "memory"};
-        for (auto& a : t.to_args()) args.push_back(a);
-        j = Json::parse(run_child(common.program, args));
-      }
-      progress("memory: " + mode + " N=" + std::to_string(n) + ": peak " + mib(j["peak_bytes"].get<int64_t>()) +
-               " MiB, " + fmt(j["seconds"].get<double>(), 2) + " s");
-      by_mode[mode][n] = j;
-      points.push_back(j);
-    }
-  }
-  out.json["points"] = points;
+// The points of the memory curves, by mode and batch: each measured in a child process (or,
+// with --no-spawn, in this one).
+using PointsByMode = std::map<std::string, std::map<int64_t, Json>>;
 
-  // The table: one row per batch, peak tensor memory (and RSS) per mode.
+Json measure_point(const MemorySettings& s, const CommonSettings& common, const std::string& mode, int64_t n) {
+  MemoryPointSettings p;
+  p.model = s.model;
+  p.mode = mode;
+  p.batch = n;
+  p.chunk = s.chunk;
+  p.threads = common.threads;
+  p.blas_threads = common.blas_threads;
+  if (s.no_spawn) {
+    Json j = measure_memory_point(p);
+    j.erase("rss_peak_bytes");  // meaningless in a shared process
+    j.erase("rss_before_bytes");
+    j.erase("rss_peak_before_step_bytes");
+    return j;
+  }
+  OptionTable t;
+  p.add_options(t);
+  std::vector<std::string> args{"child-memory"};
+  for (auto& a : t.to_args()) args.push_back(a);
+  return Json::parse(run_child(common.program, args));
+}
+
+// The table: one row per batch, peak tensor memory (and RSS) per mode.
+std::string points_table(const MemorySettings& s, const PointsByMode& by_mode) {
+  auto cell = [&](const std::string& mode, int64_t n, const char* key) -> std::string {
+    const auto pts = by_mode.find(mode);
+    if (pts == by_mode.end() || !pts->second.count(n)) return "-";
+    return mib(pts->second.at(n)[key].get<int64_t>());
+  };
   std::vector<std::string> header{"pairs"};
   for (const auto& m : s.modes) header.push_back(m + " MiB");
   if (!s.no_spawn) {
@@ -163,89 +157,117 @@ ScenarioResult run_memory(const MemorySettings& s, const CommonSettings& common)
   Table table(header);
   for (int64_t n : s.batches) {
     std::vector<std::string> row{std::to_string(n)};
-    for (const auto& m : s.modes) {
-      auto it = by_mode[m].find(n);
-      row.push_back(it == by_mode[m].end() ? "-" : mib(it->second["peak_bytes"].get<int64_t>()));
-    }
+    for (const auto& m : s.modes) row.push_back(cell(m, n, "peak_bytes"));
     if (!s.no_spawn) {
-      for (const auto& m : s.modes) {
-        auto it = by_mode[m].find(n);
-        row.push_back(it == by_mode[m].end() ? "-" : mib(it->second["rss_peak_bytes"].get<int64_t>()));
-      }
+      for (const auto& m : s.modes) row.push_back(cell(m, n, "rss_peak_bytes"));
     }
     row.push_back(mib(cache_bytes(n, n, s.model.dim)));
-    int64_t loss_peak = -1, streaming_loss_peak = -1;
+    std::string loss_peak = "-", streaming_loss_peak = "-";
     for (const auto& m : s.modes) {
-      if (!by_mode[m].count(n)) continue;
-      (is_streaming_mode(m) ? streaming_loss_peak : loss_peak) = by_mode[m][n]["loss_step_peak_bytes"].get<int64_t>();
+      const std::string peak = cell(m, n, "loss_step_peak_bytes");
+      if (peak != "-") (is_streaming_mode(m) ? streaming_loss_peak : loss_peak) = peak;
     }
-    row.push_back(loss_peak < 0 ? "-" : mib(loss_peak));
-    if (has_streaming) row.push_back(streaming_loss_peak < 0 ? "-" : mib(streaming_loss_peak));
+    row.push_back(loss_peak);
+    if (has_streaming) row.push_back(streaming_loss_peak);
     table.add(row);
   }
+  return table.str();
+}
+
+// The target of one cache mode: peak(N_check) <= (1 + limit) * (peak(N_min) + cache
+// bytes(N_check)). Adds its check to `out.json`, its line to `out.text`; returns the target
+// (null when the check batch was not measured).
+Json cache_mode_target(const MemorySettings& s, const std::string& mode, const std::map<int64_t, Json>& pts,
+                       ScenarioResult& out) {
+  if (!pts.count(s.check_batch)) {
+    out.text += mode + ": target not checked (batch " + std::to_string(s.check_batch) + " not measured)\n";
+    return Json();
+  }
+  const int64_t n0 = pts.begin()->first;
+  const double base = pts.begin()->second["peak_bytes"].get<double>();
+  const double at = pts.at(s.check_batch)["peak_bytes"].get<double>();
+  const double cache_b = static_cast<double>(cache_bytes(s.check_batch, s.check_batch, s.model.dim));
+  const double predicted = base + cache_b;
+  const double excess = std::abs(at / predicted - 1);  // "within 10%"
+  const double loss_peak = pts.at(s.check_batch)["loss_step_peak_bytes"].get<double>();
+  // The model with the loss step: with retained chunks (the default keeps each model's first
+  // chunk) their graphs are alive during the loss step, so the peaks add up; with nothing
+  // retained the step's peak is the larger of a chunk's and the loss step's.
+  const bool retained = mode.rfind("cache-r0", 0) != 0;
+  const double with_loss = retained ? predicted + loss_peak : std::max(predicted, loss_peak + cache_b);
+  out.json[mode + "_check"] = {{"batch", s.check_batch},
+                               {"loss_step_peak_bytes", loss_peak},
+                               {"predicted_with_loss_bytes", with_loss},
+                               {"difference_with_loss", at / with_loss - 1},
+                               {"peak_bytes", at},
+                               {"base_batch", n0},
+                               {"base_peak_bytes", base},
+                               {"predicted_bytes", predicted},
+                               {"excess", excess}};
+  const std::string check = std::to_string(s.check_batch);
+  out.text += mode + ": peak(" + check + ") = " + mib(static_cast<int64_t>(at)) + " MiB, peak(" + std::to_string(n0) +
+              ") + cache bytes = " + mib(static_cast<int64_t>(predicted)) + " MiB; the loss step alone at " + check +
+              ": " + mib(static_cast<int64_t>(loss_peak)) + " MiB" + "; with the loss step (" +
+              (retained ? std::string("peak + cache + loss") : std::string("max(peak + cache, loss + cache)")) +
+              "): " + mib(static_cast<int64_t>(with_loss)) + " MiB, measured " +
+              fmt(100.0 * (at / with_loss - 1), 1) + "%\n";
+  return target(mode + " peak(" + check + ") over peak(" + std::to_string(n0) + ") + cache bytes, relative difference",
+                excess, s.limit);
+}
+
+// Full: growth exponent between consecutive sizes (1 = linear, 2 = quadratic).
+void full_growth(const std::map<int64_t, Json>& pts, ScenarioResult& out) {
+  Json growth = Json::array();
+  std::string line = "full: growth exponent d log(peak) / d log(N):";
+  for (auto it = std::next(pts.begin()); it != pts.end(); ++it) {
+    const auto prev = std::prev(it);
+    const double e = std::log(it->second["peak_bytes"].get<double>() / prev->second["peak_bytes"].get<double>()) /
+                     std::log(static_cast<double>(it->first) / static_cast<double>(prev->first));
+    growth.push_back({{"from", prev->first}, {"to", it->first}, {"exponent", e}});
+    line += " " + fmt(e, 2);
+  }
+  out.json["full_growth"] = growth;
+  out.text += line + "\n";
+}
+
+}  // namespace
+
+ScenarioResult run_memory(const MemorySettings& s, const CommonSettings& common) {
+  ScenarioResult out;
+  {
+    Workload w(s.model);
+    progress("memory: " + w.describe());
+    out.json["model"] = s.model.to_json();
+    out.json["model"]["parameters"] = w.parameter_count();
+  }
+  out.json["chunk"] = s.chunk;
+  out.json["measured_in"] = s.no_spawn ? "this process" : "one child process per configuration";
+
+  Json points = Json::array();
+  PointsByMode by_mode;
+  for (int64_t n : s.batches) {
+    for (const auto& mode : s.modes) {
+      if ((mode == "full" && n > s.full_max) || (mode == "accumulate" && n > s.accumulate_max)) continue;
+      const Json j = measure_point(s, common, mode, n);
+      progress("memory: " + mode + " N=" + std::to_string(n) + ": peak " + mib(j["peak_bytes"].get<int64_t>()) +
+               " MiB, " + fmt(j["seconds"].get<double>(), 2) + " s");
+      by_mode[mode][n] = j;
+      points.push_back(j);
+    }
+  }
+  out.json["points"] = points;
   out.text = "memory: peak tensor memory above the step's start (CpuMemoryTracker), MiB; RSS = process peak RSS, "
-             "MiB; chunk " + std::to_string(s.chunk) + "\n" + table.str() +
+             "MiB; chunk " + std::to_string(s.chunk) + "\n" + points_table(s, by_mode) +
              "(cache = representations + their gradients, 2(N+M)d floats; loss step = peak of the loss forward + "
              "backward on leaf representations, step 2 alone, dense loss unless the mode says streaming)\n";
 
-  // Targets. Cache: peak(N_check) <= (1 + limit) * (peak(N_min) + cache bytes(N_check)).
   Json targets = Json::array();
   for (const std::string& mode : s.modes) {
-    if (mode.rfind("cache", 0) != 0) continue;
-    const auto& pts = by_mode[mode];
-    if (pts.empty()) continue;
-    if (!pts.count(s.check_batch)) {
-      out.text += mode + ": target not checked (batch " + std::to_string(s.check_batch) + " not measured)\n";
-      continue;
-    }
-    const int64_t n0 = pts.begin()->first;
-    const double base = pts.begin()->second["peak_bytes"].get<double>();
-    const double at = pts.at(s.check_batch)["peak_bytes"].get<double>();
-    const double predicted = base + static_cast<double>(cache_bytes(s.check_batch, s.check_batch, s.model.dim));
-    const double excess = std::abs(at / predicted - 1);  // "within 10%"
-    const double loss_peak = pts.at(s.check_batch)["loss_step_peak_bytes"].get<double>();
-    // The model with the loss step: with retained chunks (the default keeps each model's first
-    // chunk) their graphs are alive during the loss step, so the peaks add up; with nothing
-    // retained the step's peak is the larger of a chunk's and the loss step's.
-    const double cache_b = static_cast<double>(cache_bytes(s.check_batch, s.check_batch, s.model.dim));
-    const bool retained = mode.rfind("cache-r0", 0) != 0;
-    const double with_loss = retained ? predicted + loss_peak : std::max(predicted, loss_peak + cache_b);
-    out.json[mode + "_check"] = {{"batch", s.check_batch},
-                                 {"loss_step_peak_bytes", loss_peak},
-                                 {"predicted_with_loss_bytes", with_loss},
-                                 {"difference_with_loss", at / with_loss - 1},
-                                 {"peak_bytes", at},
-                                 {"base_batch", n0},
-                                 {"base_peak_bytes", base},
-                                 {"predicted_bytes", predicted},
-                                 {"excess", excess}};
-    targets.push_back(target(mode + " peak(" + std::to_string(s.check_batch) + ") over peak(" + std::to_string(n0) +
-                                 ") + cache bytes, relative difference",
-                             excess, s.limit));
-    out.text += mode + ": peak(" + std::to_string(s.check_batch) + ") = " + mib(static_cast<int64_t>(at)) +
-                " MiB, peak(" + std::to_string(n0) + ") + cache bytes = " + mib(static_cast<int64_t>(predicted)) +
-                " MiB; the loss step alone at " + std::to_string(s.check_batch) + ": " +
-                mib(static_cast<int64_t>(loss_peak)) + " MiB" +
-                "; with the loss step (" +
-                (retained ? std::string("peak + cache + loss") : std::string("max(peak + cache, loss + cache)")) +
-                "): " + mib(static_cast<int64_t>(with_loss)) + " MiB, measured " +
-                fmt(100.0 * (at / with_loss - 1), 1) + "%\n";
+    if (mode.rfind("cache", 0) != 0 || by_mode[mode].empty()) continue;
+    Json t = cache_mode_target(s, mode, by_mode[mode], out);
+    if (!t.is_null()) targets.push_back(t);
   }
-  // Full: growth exponent between consecutive sizes (1 = linear, 2 = quadratic).
-  if (by_mode.count("full") && by_mode["full"].size() >= 2) {
-    Json growth = Json::array();
-    std::string line = "full: growth exponent d log(peak) / d log(N):";
-    const auto& pts = by_mode["full"];
-    for (auto it = std::next(pts.begin()); it != pts.end(); ++it) {
-      const auto prev = std::prev(it);
-      const double e = std::log(it->second["peak_bytes"].get<double>() / prev->second["peak_bytes"].get<double>()) /
-                       std::log(static_cast<double>(it->first) / static_cast<double>(prev->first));
-      growth.push_back({{"from", prev->first}, {"to", it->first}, {"exponent", e}});
-      line += " " + fmt(e, 2);
-    }
-    out.json["full_growth"] = growth;
-    out.text += line + "\n";
-  }
+  if (by_mode.count("full") && by_mode["full"].size() >= 2) full_growth(by_mode["full"], out);
   out.json["targets"] = targets;
   for (const auto& t : targets) out.text += target_line(t) + "\n";
   return out;

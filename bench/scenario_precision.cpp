@@ -2,7 +2,10 @@
 // interleaved, with the peak tensor memory of each and how far the bf16 gradients are from
 // the fp32 ones. On a CPU without native bf16 instructions (no AVX512-BF16 / AMX), bf16
 // GEMMs are emulated and a bf16 step can be slower than fp32: the figures say what this CPU does.
-#include "bench.h"
+#include "measure.h"
+#include "options.h"
+#include "scenarios.h"
+#include "steps.h"
 
 #include <fstream>
 
@@ -26,10 +29,10 @@ std::string bf16_cpu_flags() {
 
 void PrecisionSettings::add_options(OptionTable& t) {
   model.add_options(t);
-  t.add_int("--batch", &batch, "contrastive batch (pairs)");
-  t.add_int("--chunk", &chunk, "chunk size");
-  t.add_int("--reps", &reps, "timed repetitions of each step (interleaved)");
-  t.add_int("--warmup", &warmup, "untimed rounds first");
+  t.add("--batch", &batch, "contrastive batch (pairs)");
+  t.add("--chunk", &chunk, "chunk size");
+  t.add("--reps", &reps, "timed repetitions of each step (interleaved)");
+  t.add("--warmup", &warmup, "untimed rounds first");
 }
 
 ScenarioResult run_precision(const PrecisionSettings& s, const CommonSettings& common) {
@@ -40,28 +43,24 @@ ScenarioResult run_precision(const PrecisionSettings& s, const CommonSettings& c
   progress("precision: " + w.describe());
   const Batch b = w.batch(s.batch, 5);
   const std::vector<gradcache::Precision> precisions{gradcache::Precision::fp32, gradcache::Precision::bf16};
-  std::vector<std::unique_ptr<gradcache::GradCache>> caches;
-  for (auto p : precisions) {
-    caches.push_back(std::make_unique<gradcache::GradCache>(
-        w.models(), s.chunk, w.loss(), w.cache_options().retain_chunks(0).precision(p)));
-  }
+  std::vector<Step> cache_steps;
+  for (auto p : precisions) cache_steps.push_back(make_step(w, {"cache", s.chunk, /*retain_chunks=*/0, p}));
   // Gradients of one step each, from the same generator state (same dropout masks).
   std::vector<std::vector<torch::Tensor>> grads;
   std::vector<int64_t> peaks;
-  for (auto& cache : caches) {
+  for (const auto& step : cache_steps) {
     torch::manual_seed(17);
     w.zero_grads();
-    peaks.push_back(peak_bytes_of([&] { (*cache)({b.queries, b.passages}); }));
+    peaks.push_back(peak_bytes_of([&] { step(b); }));
     grads.push_back(w.grads());
   }
   const double error = max_relative_error(grads[1], grads[0]);
 
   std::vector<std::function<void()>> steps;
-  for (auto& cache : caches) {
-    auto* c = cache.get();
-    steps.push_back([&w, &b, c] {
+  for (const auto& step : cache_steps) {
+    steps.push_back([&w, &b, &step] {
       w.zero_grads();
-      (*c)({b.queries, b.passages});
+      step(b);
     });
   }
   const auto times = time_interleaved(steps, s.warmup, s.reps);

@@ -1,0 +1,146 @@
+// The scenarios of gradcache-bench: the settings each one reads (with their command-line
+// options) and the function that runs it.
+#pragma once
+
+#include "report.h"
+#include "workload.h"
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace gcbench {
+
+class OptionTable;
+
+/// Settings every scenario reads (filled by the common options).
+struct CommonSettings {
+  bool json = false;
+  std::string plot;        ///< PNG path; empty: no plot
+  int64_t threads = 1;     ///< LibTorch intra-op threads
+  int64_t blas_threads = 1;  ///< OpenBLAS threads (0: as OpenBLAS decided; the streaming scenario's default)
+  std::string program;     ///< argv[0] resolved (/proc/self/exe), for child processes
+};
+
+struct ExactnessSettings {
+  ModelSettings transformer;
+  ModelSettings mlp;
+  int64_t batch = 64, chunk = 16;          ///< Transformer (dropout on)
+  int64_t mlp_batch = 256, mlp_chunk = 32;  ///< MLP (eval mode)
+  double limit = 1e-5;
+  ExactnessSettings();
+  void add_options(OptionTable& table);
+};
+ScenarioResult run_exactness(const ExactnessSettings& s, const CommonSettings& common);
+
+struct MemorySettings {
+  ModelSettings model;
+  std::vector<int64_t> batches;
+  std::vector<std::string> modes{"full", "accumulate", "cache", "cache-streaming", "cache-r0-streaming"};
+  int64_t chunk = 64;
+  int64_t check_batch = 4096;  ///< the batch at which the target is checked
+  int64_t full_max = 1024;        ///< largest batch for mode full (it grows linearly)
+  int64_t accumulate_max = 1024;  ///< largest batch for mode accumulate (it stays flat)
+  bool no_spawn = false;       ///< measure in this process (no RSS)
+  double limit = 0.10;
+  MemorySettings();
+  void add_options(OptionTable& table);
+};
+ScenarioResult run_memory(const MemorySettings& s, const CommonSettings& common);
+
+/// One configuration of the memory scenario, measured in a fresh process (`--child memory`).
+struct MemoryPointSettings {
+  ModelSettings model;
+  std::string mode = "cache";
+  int64_t batch = 64;
+  int64_t chunk = 64;
+  int64_t retain = -1;  ///< cache only: GradCacheOptions::retain_chunks
+  int64_t threads = 1, blas_threads = 1;
+  void add_options(OptionTable& table);
+};
+Json measure_memory_point(const MemoryPointSettings& s);
+
+struct OverheadSettings {
+  ModelSettings model;
+  int64_t batch = 256, chunk = 64;
+  int64_t reps = 7, warmup = 1;
+  bool extras = true;  ///< also time the default cache (1 chunk retained) and the InferenceMode idea
+  double limit = 1.25;
+  void add_options(OptionTable& table);
+};
+ScenarioResult run_overhead(const OverheadSettings& s, const CommonSettings& common);
+
+struct RetainSettings {
+  ModelSettings model;
+  int64_t batch = 256, chunk = 64;  ///< 4 chunks per model: r = 0, 1, 2, 3, 4
+  std::vector<int64_t> retain;      ///< empty: 0..n for n <= 8, else 0, n/4, n/2, 3n/4, n
+  int64_t reps = 5, warmup = 1;
+  double budget_fraction = 0.5;  ///< memory_budget as a fraction of the batch's activations
+  double limit = 1.10;           ///< at half the chunks retained
+  void add_options(OptionTable& table);
+};
+ScenarioResult run_retain(const RetainSettings& s, const CommonSettings& common);
+
+struct ChunkSizeSettings {
+  ModelSettings model;
+  int64_t sample = 512;  ///< passages the probe may use
+  std::vector<int64_t> budgets_mib{4, 16, 64, 256};
+  void add_options(OptionTable& table);
+};
+ScenarioResult run_chunk_size(const ChunkSizeSettings& s, const CommonSettings& common);
+
+struct ThreadsSettings {
+  ModelSettings model;
+  int64_t batch = 128, chunk = 64;
+  int64_t reps = 3;
+  double max_seconds = 8;  ///< per setting: fewer repetitions for a slow one
+  void add_options(OptionTable& table);
+};
+ScenarioResult run_threads(const ThreadsSettings& s, const CommonSettings& common);
+
+struct DistributedSettings {
+  ModelSettings model;
+  int64_t batch = 256, chunk = 32;
+  int64_t reps = 5, warmup = 1;
+  std::vector<int64_t> processes{1, 2};
+  void add_options(OptionTable& table);
+};
+ScenarioResult run_distributed(const DistributedSettings& s, const CommonSettings& common);
+
+/// One rank of one configuration of the distributed scenario (`--child distributed`).
+struct DistributedPointSettings {
+  ModelSettings model;
+  int64_t batch = 256, chunk = 32, reps = 5, warmup = 1;
+  int64_t rank = 0, world = 1, port = 0;
+  int64_t threads = 1, blas_threads = 1;
+  void add_options(OptionTable& table);
+};
+Json measure_distributed_point(const DistributedPointSettings& s);
+
+struct PrecisionSettings {
+  ModelSettings model;
+  int64_t batch = 128, chunk = 32;
+  int64_t reps = 5, warmup = 1;
+  void add_options(OptionTable& table);
+};
+ScenarioResult run_precision(const PrecisionSettings& s, const CommonSettings& common);
+
+/// The dense vs the streaming contrastive loss (forward + backward on the representations):
+/// peak memory and time as N grows, or the streaming loss's time per tile size.
+struct StreamingSettings {
+  std::vector<int64_t> sizes{1024, 2048, 4096, 8192, 16384, 32768, 65536};  ///< N (M = N)
+  int64_t dim = 256;
+  int64_t tile = gradcache::kDefaultTileSize;
+  double temperature = 0.05;
+  bool symmetric = false;
+  int64_t repeats = 3;
+  int64_t single_run_from = 16384;  ///< from this N on: one run, no warm-up
+  double dense_limit_gib = 8;       ///< skip the dense loss where its estimated peak exceeds this
+  int64_t seed = 0;
+  int64_t tile_sweep = 0;           ///< > 0: only time the streaming loss at this N per tile size
+  std::vector<int64_t> sweep_tiles{256, 512, 1024, 2048, 4096};
+  void add_options(OptionTable& table);
+};
+ScenarioResult run_streaming(const StreamingSettings& s, const CommonSettings& common);
+
+}  // namespace gcbench

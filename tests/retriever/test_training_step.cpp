@@ -1,0 +1,166 @@
+// The training-step layer: cache, full and accumulate compute what they should, and a
+// non-finite loss leaves the gradients alone.
+#include "retriever/batching.h"
+#include "retriever/encoder.h"
+#include "retriever/training_step.h"
+#include "tests/test_util.h"
+
+#include <gradcache/gradcache.h>
+
+#include <gtest/gtest.h>
+#include <torch/torch.h>
+
+#include <cmath>
+#include <memory>
+
+namespace gr = gradcache::retriever;
+
+namespace {
+
+// A tied Transformer encoder with dropout, and a batch of 8 queries with 1 + 1 passages each
+// (texts of different lengths, so chunks and sub-batches are trimmed differently).
+struct Fixture {
+  gr::TransformerEncoder encoder{
+      gr::EncoderOptions(40).dim(16).heads(2).layers(1).ffn_dim(32).max_len(12).dropout(0.1)};
+  gr::TokenBatch queries, passages;
+  gradcache::Loss loss = gradcache::SimpleContrastiveLoss(gradcache::ContrastiveLossOptions().temperature(0.1));
+
+  Fixture() {
+    std::vector<std::vector<int64_t>> tokens;
+    for (int i = 0; i < 24; ++i) {
+      std::vector<int64_t> seq;
+      for (int j = 0; j < 1 + (i * 7) % 11; ++j) seq.push_back(1 + (i * 3 + j) % 39);
+      tokens.push_back(seq);
+    }
+    std::vector<int64_t> q_rows, p_rows;
+    for (int64_t i = 0; i < 8; ++i) {
+      q_rows.push_back(i);
+      p_rows.push_back(8 + i);   // positive
+      p_rows.push_back(16 + i);  // hard negative
+    }
+    queries = gr::pad_batch(tokens, q_rows);
+    passages = gr::pad_batch(tokens, p_rows);
+  }
+
+  // The gradients one step of `options` leaves, from zero, with the generator at `seed`.
+  std::vector<torch::Tensor> gradients(const gr::StepOptions& options, uint64_t seed = 5, double* loss_out = nullptr) {
+    const auto params = encoder->parameters();
+    gctest::zero_grads(params);
+    auto step = gr::make_training_step(encoder, encoder, loss, options);
+    torch::manual_seed(seed);
+    const double value = step->run(queries, passages);
+    if (loss_out) *loss_out = value;
+    return gctest::grads_of(params);
+  }
+};
+
+}  // namespace
+
+// Tolerance: the cache backpropagates the loss into leaf copies of the representations, then
+// each chunk's slice of that gradient into the parameters, so only the order of the fp32
+// summations differs from the full batch (tests/test_util.h, kTol32).
+TEST(TrainingStep, CacheEqualsFullWithDropoutOn) {
+  Fixture f;
+  double full_loss = 0, cache_loss = 0;
+  const auto full = f.gradients(gr::StepOptions().mode("full"), 5, &full_loss);
+  // One chunk per model: the dropout masks of step 1, the replay and the full pass are the
+  // same draws, so the replay's generator bookkeeping is what is checked.
+  const auto one_chunk = f.gradients(
+      gr::StepOptions().mode("cache").chunk_size(8).passage_chunk_size(16).split_input_fn(gr::split_and_trim), 5,
+      &cache_loss);
+  gctest::report_error("step layer: cache (one chunk) vs full, dropout 0.1", gctest::max_rel_error(one_chunk, full));
+  EXPECT_LT(gctest::max_rel_error(one_chunk, full), gctest::kTol32);
+  EXPECT_NEAR(cache_loss, full_loss, 1e-6 * std::abs(full_loss));
+  EXPECT_TRUE(gctest::any_grad(f.encoder->parameters()));
+}
+
+TEST(TrainingStep, CacheInChunksEqualsFullWithoutDropout) {
+  // Several chunks draw other dropout masks than one pass over the batch; without dropout the
+  // results agree up to fp32 summation order (and the trimming of each chunk's padding).
+  Fixture f;
+  f.encoder->eval();
+  const auto full = f.gradients(gr::StepOptions().mode("full"));
+  const auto chunked =
+      f.gradients(gr::StepOptions().mode("cache").chunk_size(3).passage_chunk_size(5).split_input_fn(gr::split_and_trim));
+  gctest::report_error("step layer: cache (chunks of 3 and 5) vs full", gctest::max_rel_error(chunked, full));
+  EXPECT_LT(gctest::max_rel_error(chunked, full), gctest::kTol32);
+}
+
+TEST(TrainingStep, AccumulateEqualsFullWhenOneSubBatchHoldsTheBatch) {
+  Fixture f;
+  double full_loss = 0, accumulate_loss = 0;
+  const auto full = f.gradients(gr::StepOptions().mode("full"), 5, &full_loss);
+  // Same passes in the same order (dropout included); the loss is scaled by 8 / 8.
+  const auto accumulated = f.gradients(gr::StepOptions().mode("accumulate").sub_batch_size(8), 5, &accumulate_loss);
+  EXPECT_LT(gctest::max_rel_error(accumulated, full), gctest::kTol32);
+  EXPECT_NEAR(accumulate_loss, full_loss, 1e-6 * std::abs(full_loss));
+}
+
+TEST(TrainingStep, AccumulateSumsSubBatchLossesScaledByTheirShare) {
+  // Sub-batches of 3, 3 and 2 queries, each with only its own passages as negatives: the sum of
+  // the full-mode steps on each sub-batch, each scaled by its rows over 8.
+  Fixture f;
+  f.encoder->eval();
+  double accumulate_loss = 0;
+  const auto accumulated =
+      f.gradients(gr::StepOptions().mode("accumulate").sub_batch_size(3).split_input_fn(gr::split_and_trim), 5,
+                  &accumulate_loss);
+  const auto params = f.encoder->parameters();
+  gctest::zero_grads(params);
+  double expected_loss = 0;
+  for (int64_t start : {0, 3, 6}) {
+    const int64_t rows = std::min<int64_t>(3, 8 - start);
+    gr::TokenBatch q, p;
+    for (const auto& [name, t] : f.queries) q[name] = t.slice(0, start, start + rows);
+    for (const auto& [name, t] : f.passages) p[name] = t.slice(0, 2 * start, 2 * (start + rows));
+    auto q_rep = f.encoder->forward(gr::trim_padding(q)), p_rep = f.encoder->forward(gr::trim_padding(p));
+    auto loss = f.loss({q_rep, p_rep}) * (rows / 8.0);
+    expected_loss += loss.item<double>();
+    loss.backward();
+  }
+  EXPECT_LT(gctest::max_rel_error(accumulated, gctest::grads_of(params)), gctest::kTol32);
+  EXPECT_NEAR(accumulate_loss, expected_loss, 1e-6 * std::abs(expected_loss));
+}
+
+TEST(TrainingStep, NonFiniteLossLeavesGradientsAsTheyWere) {
+  // Each mode, and accumulate where the second of two sub-batches is the one that fails
+  // (the first was already backpropagated: the step must put the gradients back).
+  for (const char* mode : {"cache", "full", "accumulate"}) {
+    Fixture f;
+    const auto params = f.encoder->parameters();
+    auto good = gr::make_training_step(f.encoder, f.encoder, f.loss, gr::StepOptions().mode(mode).chunk_size(4));
+    gctest::zero_grads(params);
+    good->run(f.queries, f.passages);  // gradients that are not zero
+    const auto before = gctest::grads_of(params);
+
+    auto calls = std::make_shared<int>(0);
+    gradcache::Loss fails_second = [calls, loss = f.loss](const at::Tensor& q, const at::Tensor& p) {
+      auto value = loss({q, p});
+      return ++*calls == 2 ? value * NAN : value;
+    };
+    gradcache::Loss fails_first = [loss = f.loss](const at::Tensor& q, const at::Tensor& p) {
+      return loss({q, p}) * INFINITY;
+    };
+    const bool accumulate = std::string(mode) == "accumulate";
+    auto bad = gr::make_training_step(f.encoder, f.encoder, accumulate ? fails_second : fails_first,
+                                      gr::StepOptions().mode(mode).chunk_size(4).sub_batch_size(4));
+    EXPECT_FALSE(std::isfinite(bad->run(f.queries, f.passages))) << mode;
+    const auto after = gctest::grads_of(params);
+    for (size_t i = 0; i < before.size(); ++i) EXPECT_TRUE(torch::equal(after[i], before[i])) << mode << " " << i;
+  }
+}
+
+TEST(TrainingStep, BadOptionsAreRefused) {
+  Fixture f;
+  auto error_of = [&](const gr::StepOptions& options) {
+    try {
+      gr::make_training_step(f.encoder, f.encoder, f.loss, options);
+    } catch (const std::invalid_argument& e) {
+      return std::string(e.what());
+    }
+    return std::string();
+  };
+  EXPECT_NE(error_of(gr::StepOptions().mode("sgd")).find("mode must be cache, full or accumulate"), std::string::npos);
+  EXPECT_NE(error_of(gr::StepOptions().chunk_size(0)).find("chunk_size must be positive"), std::string::npos);
+  EXPECT_NE(error_of(gr::StepOptions().mode("accumulate").sub_batch_size(0)).find("sub_batch_size"), std::string::npos);
+}
