@@ -66,7 +66,7 @@ struct ScenarioSettings {
         make("memory", "peak memory vs batch size: full, accumulate, cache (child process per point)", memory,
              gcbench::run_memory),
         make("overhead", "step time: cache (nothing retained) vs accumulate vs full", overhead, gcbench::run_overhead),
-        make("retain", "time / memory trade-off of retain_chunks and memory_budget", retain, gcbench::run_retain),
+        make("retain", "time / memory trade-off of retain_chunks and retain_memory", retain, gcbench::run_retain),
         make("chunk-size", "find_chunk_size: chosen chunk size and measured peak vs budget", chunk_size,
              gcbench::run_chunk_size),
         make("threads", "cache step time for intra-op x OpenBLAS threads in {1,2} x {1,2}", threads,

@@ -7,23 +7,23 @@
 
 #include <c10/core/InferenceMode.h>
 
-#include <algorithm>
 
 namespace gcbench {
 
-RecordingGradCache::ForwardResult RecordingGradCache::forward_no_grad(size_t model_index,
-                                                                      const std::vector<gradcache::ModelInput>& chunks) {
+gradcache::ForwardResult RecordingGradCache::forward_no_grad(size_t model_index,
+                                                             const std::vector<gradcache::ModelInput>& chunks,
+                                                             int64_t retained_before) {
   const double t0 = process_cpu_seconds();
-  auto result = gradcache::GradCache::forward_no_grad(model_index, chunks);
+  auto result = gradcache::GradCache::forward_no_grad(model_index, chunks, retained_before);
   step1_cpu_s += process_cpu_seconds() - t0;
   if (retained_chunks.size() <= model_index) {
     retained_chunks.resize(model_index + 1, 0);
     total_chunks.resize(model_index + 1, 0);
     retained_bytes.resize(model_index + 1, 0);
   }
-  retained_chunks[model_index] = std::count(result.retained.begin(), result.retained.end(), true);
-  total_chunks[model_index] = static_cast<int64_t>(result.retained.size());
-  retained_bytes[model_index] = result.retained_bytes;
+  retained_chunks[model_index] = result.retained_chunks();
+  total_chunks[model_index] = static_cast<int64_t>(result.chunks.size());
+  retained_bytes[model_index] = result.retained_bytes();
   return result;
 }
 
@@ -49,22 +49,23 @@ void RecordingGradCache::backward_retained(size_t model_index, ForwardResult& fo
   step3_cpu_s += process_cpu_seconds() - t0;
 }
 
-InferenceModeGradCache::ForwardResult InferenceModeGradCache::forward_no_grad(
-    size_t model_index, const std::vector<gradcache::ModelInput>& chunks) {
+gradcache::ForwardResult InferenceModeGradCache::forward_no_grad(size_t model_index,
+                                                                 const std::vector<gradcache::ModelInput>& chunks,
+                                                                 int64_t /*retained_before: nothing is retained*/) {
   const gradcache::Model& model = models()[model_index];
   const auto devices = gradcache::devices_of(model.parameters());
   ForwardResult result;
   std::vector<at::Tensor> reps;
   for (const auto& chunk : chunks) {
-    result.rng_states.push_back(gradcache::RngState::capture(devices));
+    gradcache::ChunkRecord record;
+    record.rng_state = gradcache::RngState::capture(devices);
     at::Tensor rep;
     {
       c10::InferenceMode inference;
       rep = get_reps(model_call(model, chunk));
     }
-    result.chunk_rows.push_back(rep.size(0));
-    result.retained.push_back(false);
-    result.graphs.emplace_back();
+    record.rows = rep.size(0);
+    result.chunks.push_back(std::move(record));
     reps.push_back(rep);
   }
   // Outside inference mode, so the result is an ordinary tensor the loss may differentiate.

@@ -21,7 +21,8 @@ class RecordingGradCache : public gradcache::GradCache {
   double step1_cpu_s = 0, step2_cpu_s = 0, step3_cpu_s = 0;  ///< forward_no_grad, build_cache, the backwards
 
  protected:
-  ForwardResult forward_no_grad(size_t model_index, const std::vector<gradcache::ModelInput>& chunks) override;
+  ForwardResult forward_no_grad(size_t model_index, const std::vector<gradcache::ModelInput>& chunks,
+                                int64_t retained_before) override;
   std::vector<at::Tensor> build_cache(const std::vector<at::Tensor>& reps, const gradcache::LossArgs& loss_args,
                                       at::Tensor& loss_out) override;
   void forward_backward(size_t model_index, const std::vector<gradcache::ModelInput>& chunks,
@@ -37,7 +38,8 @@ class InferenceModeGradCache : public gradcache::GradCache {
   using gradcache::GradCache::GradCache;
 
  protected:
-  ForwardResult forward_no_grad(size_t model_index, const std::vector<gradcache::ModelInput>& chunks) override;
+  ForwardResult forward_no_grad(size_t model_index, const std::vector<gradcache::ModelInput>& chunks,
+                                int64_t retained_before) override;
 };
 
 }  // namespace gcbench

@@ -106,15 +106,15 @@ void memory_panel(std::ostream& script, const std::string& dat, const Json& memo
 std::string write_retain_data(std::ostream& out, const Json& r) {
   out << "# retain_chunks curve: peak_MiB over_accumulate(medians) label over_accumulate(best of reps)\n";
   for (const auto& row : r["rows"]) {
-    if (!row.contains("retain_chunks") || row.contains("memory_budget_bytes")) continue;
+    if (!row.contains("retain_chunks") || row.contains("retain_memory_bytes")) continue;
     out << to_mib(row["peak_bytes"].get<int64_t>()) << " " << row["over_accumulate"].get<double>() << " \"r="
         << row["retain_chunks"].get<int64_t>() << "\" " << row["over_accumulate_min"].get<double>() << "\n";
   }
   out << "\n\n# other steps\n";
   for (const auto& row : r["rows"]) {
-    if (row.contains("retain_chunks") && !row.contains("memory_budget_bytes")) continue;
+    if (row.contains("retain_chunks") && !row.contains("retain_memory_bytes")) continue;
     std::string label = row["step"].get<std::string>();
-    if (row.contains("memory_budget_bytes")) label = "budget";
+    if (row.contains("retain_memory_bytes")) label = "budget";
     out << to_mib(row["peak_bytes"].get<int64_t>()) << " " << row["over_accumulate"].get<double>() << " \""
         << label << "\"\n";
   }

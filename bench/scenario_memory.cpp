@@ -38,8 +38,9 @@ void MemorySettings::add_options(OptionTable& t) {
   model.add_options(t);
   t.add("--batches", &batches, "contrastive batch sizes (pairs)");
   t.add("--modes", &modes,
-                "full, accumulate, cache (retain 1, the default), cache-r0 (retain 0); a cache mode ending in "
-                "-streaming uses the streaming loss (cache-streaming, cache-r0-streaming)");
+                "full, accumulate, cache (nothing retained, the default), cache-r1 (each model's first chunk "
+                "retained); a cache mode ending in -streaming uses the streaming loss (cache-streaming, "
+                "cache-r1-streaming)");
   t.add("--chunk", &chunk, "chunk size of accumulate and cache");
   t.add("--check-batch", &check_batch, "batch at which the cache target is checked");
   t.add("--full-max", &full_max, "largest batch measured for mode full");
@@ -50,7 +51,7 @@ void MemorySettings::add_options(OptionTable& t) {
 
 void MemoryPointSettings::add_options(OptionTable& t) {
   model.add_options(t);
-  t.add("--mode", &mode, "full | accumulate | cache | cache-r0 | cache-streaming | cache-r0-streaming");
+  t.add("--mode", &mode, "full | accumulate | cache | cache-r1 | cache-streaming | cache-r1-streaming");
   t.add("--batch", &batch, "pairs");
   t.add("--chunk", &chunk, "chunk size");
   t.add("--threads", &threads, "intra-op threads");
@@ -77,15 +78,15 @@ Json measure_memory_point(const MemoryPointSettings& s) {
   if (s.mode == "full" || s.mode == "accumulate") {
     const Step step = make_step(w, {s.mode, s.chunk});
     peak = peak_bytes_of([&] { step(b); });
-  } else if (mode == "cache" || mode == "cache-r0") {
-    const int64_t retain = mode == "cache-r0" ? 0 : -1;
+  } else if (mode == "cache" || mode == "cache-r1") {
+    const int64_t retain = mode == "cache-r1" ? 1 : -1;
     RecordingGradCache cache(w.models(), s.chunk, w.loss(), w.cache_options().retain_chunks(retain));
     peak = peak_bytes_of([&] { cache({b.queries, b.passages}); });
     extra["retain_chunks"] = retain;
     extra["retained_chunks"] = cache.retained_chunks;
   } else {
-    throw std::invalid_argument("--mode: expected full, accumulate, cache, cache-r0, cache-streaming or "
-                                "cache-r0-streaming, got '" + s.mode + "'");
+    throw std::invalid_argument("--mode: expected full, accumulate, cache, cache-r1, cache-streaming or "
+                                "cache-r1-streaming, got '" + s.mode + "'");
   }
   const int64_t rss_peak = peak_rss_bytes();
   // The loss step alone (step 2 of the cache): leaf representations, the loss (N x M scores
@@ -190,10 +191,10 @@ Json cache_mode_target(const MemorySettings& s, const std::string& mode, const s
   const double predicted = base + cache_b;
   const double excess = std::abs(at / predicted - 1);  // "within 10%"
   const double loss_peak = pts.at(s.check_batch)["loss_step_peak_bytes"].get<double>();
-  // The model with the loss step: with retained chunks (the default keeps each model's first
+  // The model with the loss step: with retained chunks (cache-r1 keeps each model's first
   // chunk) their graphs are alive during the loss step, so the peaks add up; with nothing
-  // retained the step's peak is the larger of a chunk's and the loss step's.
-  const bool retained = mode.rfind("cache-r0", 0) != 0;
+  // retained (the default) the step's peak is the larger of a chunk's and the loss step's.
+  const bool retained = mode.rfind("cache-r1", 0) == 0;
   const double with_loss = retained ? predicted + loss_peak : std::max(predicted, loss_peak + cache_b);
   out.json[mode + "_check"] = {{"batch", s.check_batch},
                                {"loss_step_peak_bytes", loss_peak},

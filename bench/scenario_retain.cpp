@@ -1,5 +1,5 @@
 // Scenario `retain`: the time / memory trade-off of keeping chunks' graphs from step 1
-// (GradCacheOptions::retain_chunks, memory_budget), against accumulation and the full batch.
+// (GradCacheOptions::retain_chunks, retain_memory), against accumulation and the full batch.
 #include "instrumented_cache.h"
 #include "measure.h"
 #include "options.h"
@@ -19,7 +19,7 @@ void RetainSettings::add_options(OptionTable& t) {
   t.add("--retain", &retain, "retain_chunks values (default 0, n/4, n/2, 3n/4, n)");
   t.add("--reps", &reps, "timed repetitions of each step (interleaved)");
   t.add("--warmup", &warmup, "untimed rounds first");
-  t.add("--budget-fraction", &budget_fraction, "memory_budget as a fraction of the batch's activations");
+  t.add("--budget-fraction", &budget_fraction, "retain_memory as a fraction of the batch's activations");
   t.add("--retain-limit", &limit, "target: cache / accumulate with half the chunks retained");
 }
 
@@ -49,7 +49,7 @@ std::vector<int64_t> retain_values(const RetainSettings& s, int64_t n) {
 // The activations of the whole batch: a budget that fits everything retains every chunk, and
 // the cache measures what each kept graph holds.
 int64_t activation_bytes(Workload& w, const RetainSettings& s, const std::vector<gradcache::ModelInput>& inputs) {
-  RecordingGradCache everything(w.models(), s.chunk, w.loss(), w.cache_options().memory_budget(int64_t{1} << 50));
+  RecordingGradCache everything(w.models(), s.chunk, w.loss(), w.cache_options().retain_memory(int64_t{1} << 50));
   w.zero_grads();
   everything(inputs);
   int64_t activations = 0;
@@ -68,7 +68,7 @@ void build_steps(Workload& w, const RetainSettings& s, const Batch& b, const std
   for (int64_t r : retain_values(s, n)) {
     add_cache("retain " + std::to_string(r) + " of " + std::to_string(n), w.cache_options().retain_chunks(r), r);
   }
-  add_cache("memory_budget " + mib(budget) + " MiB", w.cache_options().memory_budget(budget), -1);
+  add_cache("retain_memory " + mib(budget) + " MiB", w.cache_options().retain_memory(budget), -1);
   out.accumulate = make_step(w, {"accumulate", s.chunk});
   out.full = make_step(w, {"full", s.chunk});
   out.steps.push_back({"accumulate", [&w, &b, &out] { w.zero_grads(); out.accumulate(b); }});
@@ -112,7 +112,7 @@ Json retain_rows(const RetainSteps& rs, const std::vector<Timings>& times, const
         summary.all_over_full_min = ratio("over_full_min");
       }
     }
-    if (rs.retain_of[i] == -1) row["memory_budget_bytes"] = budget;
+    if (rs.retain_of[i] == -1) row["retain_memory_bytes"] = budget;
     rows.push_back(row);
     table.add({rs.steps[i].name, retained, fmt(times[i].wall_median() * 1e3, 1), fmt(times[i].wall_min() * 1e3, 1),
                fmt(ratio("over_accumulate"), 3), fmt(ratio("over_full"), 3), fmt(ratio("over_accumulate_min"), 3),

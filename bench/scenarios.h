@@ -36,7 +36,7 @@ ScenarioResult run_exactness(const ExactnessSettings& s, const CommonSettings& c
 struct MemorySettings {
   ModelSettings model;
   std::vector<int64_t> batches;
-  std::vector<std::string> modes{"full", "accumulate", "cache", "cache-streaming", "cache-r0-streaming"};
+  std::vector<std::string> modes{"full", "accumulate", "cache", "cache-streaming", "cache-r1"};
   int64_t chunk = 64;
   int64_t check_batch = 4096;  ///< the batch at which the target is checked
   int64_t full_max = 1024;        ///< largest batch for mode full (it grows linearly)

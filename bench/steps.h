@@ -17,7 +17,7 @@ namespace gcbench {
 struct StepSpec {
   std::string mode = "cache";  ///< full | accumulate | cache
   int64_t chunk = 64;          ///< accumulate: pairs per sub-batch; cache: rows per forward pass
-  int64_t retain_chunks = 0;   ///< cache: chunks per model that keep their graph (-1: 1)
+  int64_t retain_chunks = 0;   ///< cache: chunks per model that keep their graph (0: none, the default)
   gradcache::Precision precision = gradcache::Precision::fp32;  ///< cache: autocast per model call
 };
 

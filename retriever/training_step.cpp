@@ -194,7 +194,7 @@ class CacheStep : public TrainingStep {
     auto cache_options = GradCacheOptions()
                              .split_input_fn(options_.split_input_fn())
                              .retain_chunks(options_.retain_chunks())
-                             .memory_budget(options_.retain_memory())
+                             .retain_memory(options_.retain_memory())
                              .precision(options_.precision())
                              .scaler(options_.scaler());
     std::vector<Model> models{std::move(query_model), std::move(passage_model)};

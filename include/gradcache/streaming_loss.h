@@ -15,7 +15,7 @@
 namespace gradcache {
 
 /// Rows and columns of one score tile when StreamingLossOptions::tile_size is not set. Chosen by
-/// measurement (`gradcache-streaming-bench --tile-sweep 8192`, d = 256, 2 cores, OpenBLAS):
+/// measurement (`gradcache-bench streaming --tile-sweep 8192`, d = 256, 2 cores, OpenBLAS):
 /// forward + backward took 4.30 / 3.75 / 3.62 / 3.66 / 4.38 s with tiles of 256 / 512 / 1024 /
 /// 2048 / 4096. Smaller tiles make the GEMMs less efficient, larger ones fall out of cache;
 /// 1024 costs one 4 MiB float32 tile buffer (two when symmetric).

@@ -56,7 +56,7 @@ TEST(BenchOptions, SettingsRoundTripThroughChildFlags) {
   parent.limit = 0.1 + 0.2;  // not the shortest decimal: the child must get this very double
   parent.mode = "accumulate";
   parent.batches = {1, 2, 3};
-  parent.modes = {"cache-r0"};
+  parent.modes = {"cache-r1"};
   gcbench::OptionTable parent_table;
   parent.add_options(parent_table);
 
