@@ -46,6 +46,7 @@ struct Setting {
   std::string group;       ///< help section
   std::string value_hint;  ///< shown in help: "N", "SIZE", ...
   bool is_switch = false;  ///< a flag without a value: given means true
+  bool is_required = false;  ///< the command line must give the flag
   bool may_change_on_resume = false;      ///< where the run writes, logs, how it uses the machine
   bool may_differ_between_ranks = false;  ///< how a process splits its share (chunking, threads)
   std::vector<std::string> old_flags;     ///< former flags, still accepted with a notice
@@ -68,6 +69,10 @@ struct Setting {
   }
   Setting& as_switch() {
     is_switch = true;
+    return *this;
+  }
+  Setting& required() {
+    is_required = true;
     return *this;
   }
   Setting& free_on_resume() {

@@ -34,6 +34,14 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
+// How the batch goes through the encoders: "chunks of 64", "sub-batches of 64", ...
+std::string describe_passes(const TrainConfig& c) {
+  if (c.mode == "accumulate") return "sub-batches of " + std::to_string(c.sub_batch_size);
+  if (c.mode == "full") return "one pass";
+  return "chunks of " + std::to_string(c.chunk_size) +
+         (c.chunk_tokens > 0 ? " rows or " + std::to_string(c.chunk_tokens) + " tokens" : "");
+}
+
 double seconds_since(Clock::time_point start) {
   return std::chrono::duration<double>(Clock::now() - start).count();
 }
@@ -307,10 +315,9 @@ TrainResult Run::execute() {
   steps_per_epoch_ = config_.keep_last ? (n + config_.batch_size - 1) / config_.batch_size : n / config_.batch_size;
   result_.total_steps = count_steps();
   log("training on " + std::to_string(n) + " examples: " + std::to_string(result_.total_steps) + " steps of " +
-      std::to_string(config_.batch_size) + " pairs, mode " + config_.mode + ", " + config_.precision + ", chunks of " +
-      std::to_string(config_.chunk_size) +
-      (config_.chunk_tokens > 0 ? " rows or " + std::to_string(config_.chunk_tokens) + " tokens" : "") + "; threads: " +
-      describe_threads() + (world_ > 1 ? "; " + std::to_string(world_) + " processes" : ""));
+      std::to_string(config_.batch_size) + " pairs, mode " + config_.mode + ", " + config_.precision + ", " +
+      describe_passes(config_) + "; threads: " + describe_threads() +
+      (world_ > 1 ? "; " + std::to_string(world_) + " processes" : ""));
   if (resumed_) {
     log("resuming at step " + std::to_string(progress_state_.step));
   } else if (config_.eval_baseline) {

@@ -1,4 +1,5 @@
-// The training settings: the table behind the flags and config files.
+// The settings tables of train and eval: what the flags and config files become.
+#include "retriever/evaluate_checkpoint.h"
 #include "retriever/train_config.h"
 #include "tests/retriever/train_test_util.h"
 
@@ -149,4 +150,23 @@ TEST(TrainConfig, ResumeAndDistributedInvariantsComeFromTheTable) {
   const auto resumed = gr::resumed_config(saved, requested);
   EXPECT_EQ(resumed.output, "elsewhere");
   EXPECT_EQ(resumed.batch_size, 16);
+}
+
+TEST(EvalSettings, FlagsAndChecksComeFromTheirTable) {
+  const auto& table = gr::eval_settings();
+  auto s = table.build(gr::EvalSettings{}, nlohmann::json::object(),
+                       {{"checkpoint", "runs/x"}, {"top_k", "10"}, {"quick", "true"}});
+  EXPECT_EQ(s.checkpoint, "runs/x");
+  EXPECT_EQ(s.top_k, 10);
+  EXPECT_TRUE(s.quick);
+  EXPECT_EQ(s.batch_size, 512);  // default
+  EXPECT_NO_THROW(table.validate(s));
+  s.corpus = "corpus.tsv";
+  EXPECT_NE(settings_error([&] { table.validate(s); }).find("--corpus, --queries and --qrels go together"),
+            std::string::npos);
+  s = gr::EvalSettings{};
+  s.split = "train";
+  EXPECT_NE(settings_error([&] { table.validate(s); }).find("--split must be test or dev, got \"train\""),
+            std::string::npos);
+  EXPECT_TRUE(table.find("checkpoint")->is_required);
 }

@@ -47,7 +47,8 @@ std::shared_ptr<GivenFlags> add_setting_flags(CLI::App& command, const retriever
         ->add_option_function<std::string>(
             s.flag, [given, key](const std::string& text) { given->values.emplace_back(key, text); }, s.help)
         ->type_name(s.value_hint)
-        ->default_str(value.is_string() ? value.get<std::string>() : value.dump());
+        ->default_str(value.is_string() ? value.get<std::string>() : value.dump())
+        ->required(s.is_required);
     for (const auto& old : s.old_flags) {
       const std::string notice = old + " is now " + s.flag;
       command

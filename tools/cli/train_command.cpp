@@ -40,15 +40,17 @@ void add_run_flags(CLI::App& cmd, RunFlags& flags) {
 // defaults < --config file < the flags given. Throws SettingsError naming the file or flag.
 TrainConfig config_from(const RunFlags& flags, const GivenFlags& given) {
   nlohmann::json file = nlohmann::json::object();
-  std::vector<std::string> notices = given.notices;
-  TrainConfig c;
-  try {
-    if (!flags.config_file.empty()) file = nlohmann::json::parse(retriever::read_file(flags.config_file));
-    c = retriever::build_train_config(file, given.values, &notices);
-  } catch (const std::exception& e) {
-    const std::string where = flags.config_file.empty() ? "" : "--config " + flags.config_file + ": ";
-    throw retriever::SettingsError(where + e.what());
+  if (!flags.config_file.empty()) {
+    try {  // the file's own errors (JSON, unknown keys, types) name the file
+      file = nlohmann::json::parse(retriever::read_file(flags.config_file));
+      TrainConfig probe;
+      retriever::train_settings().read_json(file, probe);
+    } catch (const std::exception& e) {
+      throw retriever::SettingsError("--config " + flags.config_file + ": " + e.what());
+    }
   }
+  std::vector<std::string> notices = given.notices;
+  TrainConfig c = retriever::build_train_config(file, given.values, &notices);
   for (const auto& notice : notices) std::cerr << "gradcache train: note: " << notice << std::endl;
   return c;
 }
@@ -71,11 +73,13 @@ int report(const retriever::TrainResult& result) {
               << retriever::format_metrics_table(rows);
   }
   const auto& used = result.config;
-  std::printf("\n%lld steps of %lld pairs (mode %s, chunks of %lld) in %.0f s; peak memory %.0f MiB\n"
+  const bool accumulate = used.mode == "accumulate";
+  std::printf("\n%lld steps of %lld pairs (mode %s, %s of %lld) in %.0f s; peak memory %.0f MiB\n"
               "checkpoint: %s\n",
               static_cast<long long>(result.progress.step), static_cast<long long>(used.batch_size),
-              used.mode.c_str(), static_cast<long long>(used.chunk_size), result.wall_seconds, result.peak_rss_mb,
-              result.checkpoint.c_str());
+              used.mode.c_str(), accumulate ? "sub-batches" : "chunks",
+              static_cast<long long>(accumulate ? used.sub_batch_size : used.chunk_size), result.wall_seconds,
+              result.peak_rss_mb, result.checkpoint.c_str());
   return 0;
 }
 
