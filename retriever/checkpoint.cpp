@@ -107,7 +107,8 @@ CheckpointInfo read_checkpoint_info(const std::string& path) {
   auto archive = open_archive(path);
   CheckpointInfo info;
   try {
-    info.config = nlohmann::json::parse(to_bytes(read_tensor(archive, "config", path))).get<TrainConfig>();
+    info.config = read_saved_config(nlohmann::json::parse(to_bytes(read_tensor(archive, "config", path))),
+                                    &info.notices);
     info.baseline = nlohmann::json::parse(to_bytes(read_tensor(archive, "baseline", path)));
   } catch (const std::exception& e) {
     TORCH_CHECK(false, "checkpoint ", path, " has an unreadable config: ", e.what());

@@ -41,6 +41,7 @@ struct CheckpointInfo {
   TrainProgress progress;
   nlohmann::json baseline = nullptr;          ///< metrics of the untrained model, if measured
   int64_t world_size = 1;                     ///< processes of the run that saved it
+  std::vector<std::string> notices;           ///< settings of an earlier version, read under their new names
 };
 
 /// Writes a checkpoint atomically (temporary file + rename): the model's parameters and

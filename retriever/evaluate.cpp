@@ -6,6 +6,8 @@
 #include <torch/torch.h>
 
 #include <algorithm>
+#include <chrono>
+#include <cstdio>
 #include <numeric>
 
 namespace gradcache {
@@ -74,6 +76,18 @@ RetrievalMetrics evaluate(BiEncoder& model, const TokenizedEvalSet& data, const 
     ranked[q].assign(&a[q][0], &a[q][0] + indices.size(1));
   }
   return compute_metrics(ranked, data.relevant);
+}
+
+RetrievalMetrics evaluate_and_describe(BiEncoder& model, const TokenizedEvalSet& data, const EvalOptions& options,
+                                       const std::string& what, std::string& line) {
+  const auto start = std::chrono::steady_clock::now();
+  auto metrics = evaluate(model, data, options);
+  char text[256];
+  std::snprintf(text, sizeof text, "%s: %s, %zu queries against %zu passages: R@10 %.4f  MRR@10 %.4f (%.1f s)",
+                what.c_str(), data.name.c_str(), metrics.queries, data.corpus.size(), metrics.recall_at_10,
+                metrics.mrr_at_10, std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+  line = text;
+  return metrics;
 }
 
 }  // namespace retriever

@@ -45,5 +45,10 @@ struct EvalOptions {
 /// Recall@1/10/100, MRR@10 and nDCG@10.
 RetrievalMetrics evaluate(BiEncoder& model, const TokenizedEvalSet& data, const EvalOptions& options = {});
 
+/// evaluate(), timed, and described in one line for a log in `line`:
+/// "what: name, N queries against M passages: R@10 0.1234  MRR@10 0.0567 (1.2 s)".
+RetrievalMetrics evaluate_and_describe(BiEncoder& model, const TokenizedEvalSet& data, const EvalOptions& options,
+                                       const std::string& what, std::string& line);
+
 }  // namespace retriever
 }  // namespace gradcache

@@ -4,103 +4,335 @@
 
 #include <cctype>
 #include <cmath>
-#include <set>
 #include <stdexcept>
 
 namespace gradcache {
 namespace retriever {
-
-// Every field once: JSON names are the field names (flags are the same with '-' for '_').
-#define GRADCACHE_TRAIN_CONFIG_FIELDS(X)                                                                     \
-  X(train_file) X(wordnet_dir) X(eval_corpus) X(eval_queries) X(eval_qrels) X(on_bad_line) X(tokenizer)       \
-  X(vocab_size) X(query_max_len) X(passage_max_len) X(model) X(dim) X(layers) X(heads) X(ffn_dim)             \
-  X(projection_dim) X(dropout) X(normalize) X(untie) X(mode) X(loss) X(batch_size) X(chunk_size) X(negatives) \
-  X(passage_chunk_size) X(chunk_size_auto) X(memory_budget) X(chunk_tokens) X(sort_by_length) X(retain_chunks)  \
-  X(retain_memory) X(blas_threads)                                                                             \
-  X(epochs) X(max_steps) X(lr) X(weight_decay) X(warmup) X(max_grad_norm) X(temperature) X(seed)              \
-  X(keep_last) X(threads) X(device) X(precision) X(output) X(save_every) X(log_every) X(metrics_out) X(eval)  \
-  X(eval_baseline) X(eval_batch_size) X(quick)
-
-void to_json(nlohmann::json& j, const TrainConfig& c) {
-  j = nlohmann::json::object();
-#define X(field) j[#field] = c.field;
-  GRADCACHE_TRAIN_CONFIG_FIELDS(X)
-#undef X
-}
-
-void from_json(const nlohmann::json& j, TrainConfig& c) {
-  if (!j.is_object()) throw std::invalid_argument("config: expected a JSON object of settings");
-  static const std::set<std::string> known = {
-#define X(field) #field,
-      GRADCACHE_TRAIN_CONFIG_FIELDS(X)
-#undef X
-  };
-  for (const auto& item : j.items()) {
-    if (!known.count(item.key())) {
-      throw std::invalid_argument("config: unknown setting \"" + item.key() + "\" (see `gradcache train --help`)");
-    }
-  }
-#define X(field)                                                                                              \
-  if (j.contains(#field)) {                                                                                   \
-    try {                                                                                                     \
-      j.at(#field).get_to(c.field);                                                                           \
-    } catch (const nlohmann::json::exception& e) {                                                            \
-      throw std::invalid_argument(std::string("config: setting \"" #field "\" has the wrong type: ") + e.what()); \
-    }                                                                                                         \
-  }
-  GRADCACHE_TRAIN_CONFIG_FIELDS(X)
-#undef X
-}
-
 namespace {
-void require(bool ok, const std::string& message) {
-  if (!ok) throw std::invalid_argument(message);
+
+using Table = SettingsTable<TrainConfig>;
+
+// A byte count: JSON holds bytes; the flag also takes 512M, 2G, ...
+Setting<TrainConfig> bytes_setting(const char* key, int64_t TrainConfig::*member, const char* flag, const char* help) {
+  return field(key, member, flag, help).hint("SIZE").checked(at_least(0)).parsed_by([key, flag](const std::string& text) {
+    return nlohmann::json{{key, parse_bytes(text, flag)}};
+  });
 }
+
+void add_data_settings(Table& t) {
+  const char* group = "Data";
+  t.add(field("train_file", &TrainConfig::train_file, "--train-file",
+                "Training pairs: JSONL {query, positives, negatives} or TSV query<TAB>positive[<TAB>negative...]; "
+                "default: WordNet")
+            .in_group(group));
+  t.add(field("wordnet_dir", &TrainConfig::wordnet_dir, "--wordnet-dir", "WordNet 3.0 database (Debian: wordnet-base)")
+            .in_group(group));
+  t.add(field("eval_corpus", &TrainConfig::eval_corpus, "--eval-corpus", "Corpus for evaluation: id<TAB>text or JSONL")
+            .in_group(group));
+  t.add(field("eval_queries", &TrainConfig::eval_queries, "--eval-queries",
+                "Queries for evaluation: id<TAB>text or JSONL")
+            .in_group(group));
+  t.add(field("eval_qrels", &TrainConfig::eval_qrels, "--eval-qrels",
+                "Judgements for evaluation: TREC 'qid 0 docid rel'")
+            .in_group(group));
+  t.add(field("on_bad_line", &TrainConfig::on_bad_line, "--on-bad-line",
+                "What a malformed input line does: error or skip")
+            .in_group(group)
+            .checked(one_of({"error", "skip"})));
+}
+
+void add_model_settings(Table& t) {
+  const char* group = "Tokenizer and model";
+  t.add(field("tokenizer", &TrainConfig::tokenizer, "--tokenizer",
+                "sentencepiece .model; default: train one on the training texts")
+            .in_group(group));
+  t.add(field("vocab_size", &TrainConfig::vocab_size, "--vocab-size", "Pieces of a trained tokenizer")
+            .in_group(group)
+            .checked(at_least(16)));
+  t.add(field("query_max_len", &TrainConfig::query_max_len, "--query-max-len", "Query tokens kept")
+            .in_group(group)
+            .checked(positive()));
+  t.add(field("passage_max_len", &TrainConfig::passage_max_len, "--passage-max-len", "Passage tokens kept")
+            .in_group(group)
+            .checked(positive()));
+  t.add(field("model", &TrainConfig::model, "--model",
+                "TorchScript encoder: forward(input_ids, attention_mask) -> [B, d] or [B, T, d]; default: the "
+                "built-in Transformer")
+            .in_group(group));
+  t.add(field("dim", &TrainConfig::dim, "--dim", "Built-in encoder width").in_group(group).checked(positive()));
+  t.add(field("layers", &TrainConfig::layers, "--layers", "Transformer layers").in_group(group).checked(at_least(0)));
+  t.add(field("heads", &TrainConfig::heads, "--heads", "Attention heads").in_group(group).checked(positive()));
+  t.add(field("ffn_dim", &TrainConfig::ffn_dim, "--ffn-dim", "Feed-forward width").in_group(group).checked(positive()));
+  t.add(field("projection_dim", &TrainConfig::projection_dim, "--projection", "Projection after pooling (0: none)")
+            .in_group(group)
+            .checked(at_least(0)));
+  t.add(field("dropout", &TrainConfig::dropout, "--dropout", "Dropout").in_group(group).checked(in_range(0, 1)));
+  t.add(field("normalize", &TrainConfig::normalize, "--normalize",
+                "L2-normalise the representations (cosine similarity)")
+            .in_group(group));
+  t.add(field("untie", &TrainConfig::untie, "--untie",
+                "Separate query and passage encoders (default: one shared encoder)")
+            .in_group(group)
+            .as_switch());
+}
+
+// How a batch goes through the encoders: chunking, sub-batches, retained graphs. These
+// decide memory and time; each process may choose its own (except sub-batches, which
+// decide what the loss is).
+void add_batching_settings(Table& t) {
+  const char* group = "Training";
+  t.add(field("mode", &TrainConfig::mode, "--mode",
+                "cache (Gradient Cache), full (no chunking) or accumulate (gradient accumulation: each sub-batch "
+                "sees only its own negatives)")
+            .in_group(group)
+            .checked(one_of({"cache", "full", "accumulate"})));
+  t.add(field("loss", &TrainConfig::loss, "--loss", "infonce or symmetric")
+            .in_group(group)
+            .checked(one_of({"infonce", "symmetric"})));
+  t.add(field("batch_size", &TrainConfig::batch_size, "--batch-size",
+                "Contrastive batch: pairs that see each other as negatives")
+            .in_group(group)
+            .checked(positive()));
+  t.add(field("chunk_size", &TrainConfig::chunk_size, "--chunk-size",
+                "cache: rows per forward pass, the memory knob; or auto: the largest that fits --chunk-memory, "
+                "measured")
+            .in_group(group)
+            .hint("N|auto")
+            .per_rank()
+            .checked([](const nlohmann::json& v) {
+              return v.get<int64_t>() > 0 ? "" : "must be positive (a chunk size larger than the batch is "
+                                                 "allowed: the batch is one chunk)";
+            })
+            .parsed_by([](const std::string& text) {
+              if (text == "auto") return nlohmann::json{{"chunk_size_auto", true}};
+              return nlohmann::json{{"chunk_size", parse_setting_text<int64_t>(text, "--chunk-size")},
+                                    {"chunk_size_auto", false}};
+            }));
+  t.add(field("passage_chunk_size", &TrainConfig::passage_chunk_size, "--passage-chunk-size",
+                "cache: rows per passage forward pass (0: --chunk-size)")
+            .in_group(group)
+            .per_rank()
+            .checked(at_least(0)));
+  t.add(field("chunk_size_auto", &TrainConfig::chunk_size_auto, "",
+                "Chunk sizes chosen by measurement (--chunk-size auto)")
+            .per_rank());
+  t.add(bytes_setting("chunk_memory", &TrainConfig::chunk_memory, "--chunk-memory",
+                      "With --chunk-size auto: what one chunk's forward and backward may use (e.g. 512M, 2G)")
+            .in_group(group)
+            .per_rank()
+            .old_flag("--memory-budget")
+            .old_key("memory_budget"));
+  t.add(field("chunk_tokens", &TrainConfig::chunk_tokens, "--chunk-tokens",
+                "cache: bound chunks by tokens (rows x longest) instead of rows (0: off)")
+            .in_group(group)
+            .per_rank()
+            .checked(at_least(0)));
+  t.add(field("sub_batch_size", &TrainConfig::sub_batch_size, "--sub-batch-size",
+                "accumulate: queries per sub-batch, each with only its own passages as negatives")
+            .in_group(group)
+            .checked(positive()));
+  t.add(field("sort_by_length", &TrainConfig::sort_by_length, "--sort-by-length",
+                "Order each batch by query length so chunks pad less (not in accumulate)")
+            .in_group(group));
+  // Retained chunks trade memory for time; the gradients are the same, so a resumed run may
+  // change them (and runs of earlier versions, saved with -1, still resume).
+  t.add(field("retain_chunks", &TrainConfig::retain_chunks, "--retain-chunks",
+                "cache: chunks per model that keep their graph instead of being recomputed (0: none; -1: as many "
+                "as --retain-memory allows)")
+            .in_group(group)
+            .per_rank()
+            .free_on_resume()
+            .checked(at_least(-1)));
+  t.add(bytes_setting("retain_memory", &TrainConfig::retain_memory, "--retain-memory",
+                      "cache: bytes of activations retained chunks may hold, measured (e.g. 1G)")
+            .in_group(group)
+            .per_rank()
+            .free_on_resume());
+}
+
+void add_optimisation_settings(Table& t) {
+  const char* group = "Training";
+  t.add(field("negatives", &TrainConfig::negatives, "--negatives", "Hard negatives per query (from the training file)")
+            .in_group(group)
+            .checked(at_least(0)));
+  t.add(field("epochs", &TrainConfig::epochs, "--epochs", "Epochs (unless --steps)").in_group(group));
+  t.add(field("steps", &TrainConfig::steps, "--steps", "Optimizer steps (0: --epochs decides)")
+            .in_group(group)
+            .checked(at_least(0))
+            .old_key("max_steps"));
+  t.add(field("lr", &TrainConfig::lr, "--lr", "Peak learning rate (AdamW)").in_group(group).checked(positive()));
+  t.add(field("weight_decay", &TrainConfig::weight_decay, "--weight-decay", "AdamW weight decay")
+            .in_group(group)
+            .checked(at_least(0)));
+  t.add(field("warmup", &TrainConfig::warmup, "--warmup", "Fraction of steps with linear warm-up (then linear decay)")
+            .in_group(group)
+            .checked(in_range(0, 1)));
+  t.add(field("max_grad_norm", &TrainConfig::max_grad_norm, "--max-grad-norm", "Gradient clipping (0: off)")
+            .in_group(group)
+            .checked(at_least(0)));
+  t.add(field("temperature", &TrainConfig::temperature, "--temperature", "Softmax temperature")
+            .in_group(group)
+            .checked(positive()));
+  t.add(field("seed", &TrainConfig::seed, "--seed", "Seed of initialisation, data order and dropout").in_group(group));
+  t.add(field("keep_last", &TrainConfig::keep_last, "--keep-last",
+                "Keep the incomplete last batch of each epoch (default: drop it)")
+            .in_group(group)
+            .as_switch());
+}
+
+void add_machine_settings(Table& t) {
+  const char* group = "Training";
+  t.add(field("threads", &TrainConfig::threads, "--threads", "LibTorch intra-op threads (0: 1)")
+            .in_group(group)
+            .per_rank()
+            .free_on_resume()
+            .checked(at_least(0)));
+  t.add(field("blas_threads", &TrainConfig::blas_threads, "--blas-threads",
+                "OpenBLAS threads (0: 1; see the README's Threads)")
+            .in_group(group)
+            .per_rank()
+            .free_on_resume()
+            .checked(at_least(0)));
+  t.add(field("device", &TrainConfig::device, "--device", "cpu, cuda, cuda:1, ...").in_group(group));
+  t.add(field("precision", &TrainConfig::precision, "--precision",
+                "fp32, bf16 (autocast; CPU or CUDA) or fp16 (autocast with loss scaling; CUDA). The loss and the "
+                "gradient cache stay fp32")
+            .in_group(group)
+            .checked(one_of({"fp32", "bf16", "fp16"})));
+  t.add(field("quick", &TrainConfig::quick, "--quick", "A tiny run (seconds): small model, data subset, 30 steps")
+            .in_group(group)
+            .as_switch());
+}
+
+void add_output_settings(Table& t) {
+  const char* group = "Output";
+  t.add(field("output", &TrainConfig::output, "--output", "Directory for everything the run writes")
+            .in_group(group)
+            .free_on_resume()
+            .checked(not_empty()));
+  t.add(field("save_every", &TrainConfig::save_every, "--save-every", "Steps between checkpoints (0: at the end)")
+            .in_group(group)
+            .free_on_resume()
+            .checked(at_least(0)));
+  t.add(field("log_every", &TrainConfig::log_every, "--log-every", "Steps between progress lines and metrics")
+            .in_group(group)
+            .free_on_resume()
+            .checked(positive()));
+  t.add(field("metrics_out", &TrainConfig::metrics_out, "--metrics-out",
+                "Metrics as JSON lines (default: OUTPUT/metrics.jsonl)")
+            .in_group(group)
+            .free_on_resume());
+  t.add(field("eval", &TrainConfig::eval, "--eval", "Evaluate before and after training when there is evaluation data")
+            .in_group(group)
+            .free_on_resume());
+  t.add(field("eval_baseline", &TrainConfig::eval_baseline, "--eval-baseline",
+                "With --eval: also evaluate the untrained model before training (false: only after)")
+            .in_group(group)
+            .free_on_resume());
+  t.add(field("eval_batch_size", &TrainConfig::eval_batch_size, "--eval-batch-size", "Encoding batch of the evaluation")
+            .in_group(group)
+            .per_rank()
+            .free_on_resume()
+            .checked(positive()));
+}
+
+// Checks of settings together; each message names the flags.
+void add_cross_checks(Table& t) {
+  t.add_check([](const TrainConfig& c) {
+    return !c.chunk_size_auto || c.chunk_memory > 0
+               ? ""
+               : "--chunk-size auto needs --chunk-memory (the bytes one chunk's forward and backward may use)";
+  });
+  t.add_check([](const TrainConfig& c) {
+    return c.epochs > 0 || c.steps > 0 ? "" : "--epochs or --steps must be positive";
+  });
+  t.add_check([](const TrainConfig& c) {
+    return c.dim % c.heads == 0 ? std::string()
+                                : "--dim must be a multiple of --heads (" + std::to_string(c.dim) + " and " +
+                                      std::to_string(c.heads) + ")";
+  });
+  t.add_check([](const TrainConfig& c) {
+    const auto device_type = c.device.rfind("cuda", 0) == 0 ? c10::kCUDA : c10::kCPU;
+    return c.precision != "fp16" || gradcache::autocast_supported(gradcache::Precision::fp16, device_type)
+               ? std::string()
+               : "--precision fp16 on " + c.device +
+                     " needs LibTorch 2.4 or later (CPU autocast supports only bf16 before); use --precision bf16 "
+                     "on CPU, or fp16 with --device cuda";
+  });
+  t.add_check([](const TrainConfig& c) {
+    const int eval_files = !c.eval_corpus.empty() + !c.eval_queries.empty() + !c.eval_qrels.empty();
+    return eval_files == 0 || eval_files == 3 ? "" : "--eval-corpus, --eval-queries and --eval-qrels go together";
+  });
+}
+
+Table make_train_settings() {
+  Table t;
+  add_data_settings(t);
+  add_model_settings(t);
+  add_batching_settings(t);
+  add_optimisation_settings(t);
+  add_machine_settings(t);
+  add_output_settings(t);
+  add_cross_checks(t);
+  return t;
+}
+
 }  // namespace
 
-void validate(const TrainConfig& c) {
-  require(c.mode == "cache" || c.mode == "full" || c.mode == "accumulate",
-          "--mode must be cache, full or accumulate, got '" + c.mode + "'");
-  require(c.loss == "infonce" || c.loss == "symmetric", "--loss must be infonce or symmetric, got '" + c.loss + "'");
-  require(c.on_bad_line == "error" || c.on_bad_line == "skip",
-          "--on-bad-line must be error or skip, got '" + c.on_bad_line + "'");
-  require(c.batch_size > 0, "--batch-size must be positive, got " + std::to_string(c.batch_size));
-  require(c.chunk_size > 0, "--chunk-size must be positive, got " + std::to_string(c.chunk_size) +
-                                " (a chunk size larger than the batch is allowed: the batch is one chunk)");
-  require(c.passage_chunk_size >= 0, "--passage-chunk-size must be >= 0 (0: --chunk-size)");
-  require(!c.chunk_size_auto || c.memory_budget > 0,
-          "--chunk-size auto needs --memory-budget (the bytes one chunk's forward and backward may use)");
-  require(c.memory_budget >= 0 && c.retain_memory >= 0, "--memory-budget and --retain-memory must be >= 0");
-  require(c.chunk_tokens >= 0, "--chunk-tokens must be >= 0 (0: chunks bounded by rows only)");
-  require(c.retain_chunks >= -1, "--retain-chunks must be >= 0, or -1 for automatic");
-  require(c.blas_threads >= 0, "--blas-threads must be >= 0");
-  require(c.negatives >= 0, "--negatives must be >= 0, got " + std::to_string(c.negatives));
-  require(c.epochs > 0 || c.max_steps > 0, "--epochs or --steps must be positive");
-  require(c.max_steps >= 0, "--steps must be >= 0");
-  require(c.lr > 0, "--lr must be positive");
-  require(c.weight_decay >= 0, "--weight-decay must be >= 0");
-  require(c.warmup >= 0 && c.warmup < 1, "--warmup is a fraction of the steps in [0, 1)");
-  require(c.max_grad_norm >= 0, "--max-grad-norm must be >= 0 (0 disables clipping)");
-  require(c.temperature > 0, "--temperature must be positive");
-  require(c.vocab_size >= 16, "--vocab-size must be at least 16");
-  require(c.query_max_len > 0 && c.passage_max_len > 0, "--query-max-len and --passage-max-len must be positive");
-  require(c.dim > 0 && c.heads > 0 && c.dim % c.heads == 0,
-          "--dim must be a positive multiple of --heads (" + std::to_string(c.dim) + " and " + std::to_string(c.heads) + ")");
-  require(c.layers >= 0 && c.ffn_dim > 0 && c.projection_dim >= 0, "--layers, --ffn-dim and --projection must be >= 0");
-  require(c.dropout >= 0 && c.dropout < 1, "--dropout must be in [0, 1)");
-  require(c.save_every >= 0 && c.log_every > 0, "--save-every must be >= 0 and --log-every positive");
-  require(c.threads >= 0, "--threads must be >= 0");
-  require(c.eval_batch_size > 0, "--eval-batch-size must be positive");
-  require(c.precision == "fp32" || c.precision == "bf16" || c.precision == "fp16",
-          "--precision must be fp32, bf16 or fp16, got '" + c.precision + "'");
-  const auto device_type = c.device.rfind("cuda", 0) == 0 ? c10::kCUDA : c10::kCPU;
-  require(c.precision != "fp16" || gradcache::autocast_supported(gradcache::Precision::fp16, device_type),
-          "--precision fp16 on " + c.device + " needs LibTorch 2.4 or later (CPU autocast supports only bf16 "
-          "before); use --precision bf16 on CPU, or fp16 with --device cuda");
-  require(!c.output.empty(), "--output must name a directory");
-  const int eval_files = !c.eval_corpus.empty() + !c.eval_queries.empty() + !c.eval_qrels.empty();
-  require(eval_files == 0 || eval_files == 3, "--eval-corpus, --eval-queries and --eval-qrels go together");
+const SettingsTable<TrainConfig>& train_settings() {
+  static const Table table = make_train_settings();
+  return table;
 }
+
+TrainConfig quick_defaults() {
+  TrainConfig c;
+  c.quick = true;
+  c.vocab_size = 1000;
+  c.dim = 64;
+  c.layers = 1;
+  c.heads = 2;
+  c.ffn_dim = 128;
+  c.batch_size = 256;
+  c.chunk_size = 32;
+  c.sub_batch_size = 32;  // as chunk_size: equal memory per forward
+  c.steps = 30;
+  c.lr = 3e-3;
+  c.log_every = 5;
+  return c;
+}
+
+TrainConfig build_train_config(const nlohmann::json& file, const GivenSettings& flags,
+                               std::vector<std::string>* notices) {
+  const auto& table = train_settings();
+  std::vector<std::string> said;  // the notices of the last build only (--quick builds twice)
+  TrainConfig c = table.build(TrainConfig{}, file, flags, &said);
+  if (c.quick) {  // --quick changes defaults only: what the file and the flags say still wins
+    said.clear();
+    c = table.build(quick_defaults(), file, flags, &said);
+  }
+  if (notices) notices->insert(notices->end(), said.begin(), said.end());
+  return c;
+}
+
+TrainConfig read_saved_config(const nlohmann::json& j, std::vector<std::string>* notices) {
+  TrainConfig c;
+  train_settings().read_json(j, c, notices);
+  // Before sub_batch_size, accumulate's sub-batches were chunk_size queries (and configs were
+  // saved with every key, max_steps among them).
+  if (j.is_object() && j.contains("max_steps") && !j.contains("sub_batch_size")) {
+    c.sub_batch_size = c.mode == "accumulate" ? c.chunk_size : (c.quick ? quick_defaults() : TrainConfig{}).sub_batch_size;
+    if (notices && c.mode == "accumulate") {
+      notices->push_back("sub_batch_size: " + std::to_string(c.sub_batch_size) + " (chunk_size, as earlier versions used)");
+    }
+  }
+  return c;
+}
+
+void to_json(nlohmann::json& j, const TrainConfig& c) { j = train_settings().to_json(c); }
+
+void from_json(const nlohmann::json& j, TrainConfig& c) { train_settings().read_json(j, c); }
+
+void validate(const TrainConfig& c) { train_settings().validate(c); }
 
 int64_t parse_bytes(const std::string& text, const std::string& flag) {
   size_t used = 0;
@@ -121,37 +353,17 @@ int64_t parse_bytes(const std::string& text, const std::string& flag) {
     value = -1;
   }
   if (!(value >= 0)) {
-    throw std::invalid_argument(flag + " takes a size in bytes such as 536870912, 512M or 2G, got '" + text + "'");
+    throw SettingsError(flag + " takes a size in bytes such as 536870912, 512M or 2G, got '" + text + "'");
   }
   return static_cast<int64_t>(value * scale);
 }
 
-namespace {
-// Settings a resumed run may change: where it writes and logs, and how it uses the machine.
-const char* const kFreeOnResume[] = {"output", "save_every", "log_every", "metrics_out", "eval", "eval_baseline",
-                                     "eval_batch_size", "threads", "blas_threads"};
-}  // namespace
+nlohmann::json resume_invariant(const TrainConfig& c) { return train_settings().resume_invariant(c); }
 
-nlohmann::json resume_invariant(const TrainConfig& c) {
-  nlohmann::json j = c;
-  for (const char* free : kFreeOnResume) j.erase(free);
-  return j;
-}
-
-nlohmann::json distributed_invariant(const TrainConfig& c) {
-  nlohmann::json j = c;
-  for (const char* local : {"chunk_size", "passage_chunk_size", "chunk_size_auto", "memory_budget", "chunk_tokens",
-                            "retain_chunks", "retain_memory", "threads", "blas_threads", "eval_batch_size"}) {
-    j.erase(local);
-  }
-  return j;
-}
+nlohmann::json distributed_invariant(const TrainConfig& c) { return train_settings().distributed_invariant(c); }
 
 TrainConfig resumed_config(const TrainConfig& saved, const TrainConfig& requested) {
-  nlohmann::json j = saved;
-  const nlohmann::json r = requested;
-  for (const char* free : kFreeOnResume) j[free] = r.at(free);
-  return j.get<TrainConfig>();
+  return train_settings().resumed(saved, requested);
 }
 
 }  // namespace retriever

@@ -1,10 +1,15 @@
-// Settings of a training run: what the CLI's flags and JSON config files fill in.
+// Settings of a training run: what the CLI's flags and JSON config files fill in. Every
+// setting is declared once, in train_settings() (train_config.cpp).
 #pragma once
+
+#include "retriever/settings.h"
 
 #include <nlohmann/json.hpp>
 
 #include <cstdint>
 #include <string>
+#include <utility>
+#include <vector>
 
 namespace gradcache {
 namespace retriever {
@@ -37,17 +42,18 @@ struct TrainConfig {
   std::string mode = "cache";  ///< "cache" | "full" | "accumulate"
   std::string loss = "infonce";  ///< "infonce" | "symmetric"
   int64_t batch_size = 1024;   ///< the contrastive batch: queries that see each other's passages
-  int64_t chunk_size = 64;     ///< rows per forward pass (the memory knob)
+  int64_t chunk_size = 64;     ///< cache: rows per forward pass (the memory knob)
   int64_t passage_chunk_size = 0;  ///< rows per passage forward pass (0: chunk_size)
-  bool chunk_size_auto = false;    ///< choose both from memory_budget by measurement (--chunk-size auto)
-  int64_t memory_budget = 0;       ///< bytes one chunk's forward + backward may use (with chunk_size_auto)
+  bool chunk_size_auto = false;    ///< choose both from chunk_memory by measurement (--chunk-size auto)
+  int64_t chunk_memory = 0;        ///< bytes one chunk's forward + backward may use (with chunk_size_auto)
   int64_t chunk_tokens = 0;        ///< > 0: chunks bounded by tokens (rows x longest) instead of rows
+  int64_t sub_batch_size = 64;     ///< accumulate: queries per sub-batch (as chunk_size: equal memory per forward)
   bool sort_by_length = true;      ///< order each batch by query length (less padding; not in accumulate)
-  int64_t retain_chunks = -1;      ///< chunks per model kept with their graph (-1: 1, or what retain_memory allows)
+  int64_t retain_chunks = 0;       ///< chunks per model kept with their graph (0: none; -1: what retain_memory allows)
   int64_t retain_memory = 0;       ///< bytes of activations retained chunks may hold (0: no budget)
   int64_t negatives = 0;       ///< hard negatives per query
   int64_t epochs = 1;
-  int64_t max_steps = 0;       ///< > 0: stop after this many optimizer steps
+  int64_t steps = 0;           ///< > 0: stop after this many optimizer steps
   double lr = 2e-3;
   double weight_decay = 0.01;
   double warmup = 0.1;         ///< fraction of the steps with a linear warm-up
@@ -71,18 +77,39 @@ struct TrainConfig {
   bool quick = false;       ///< a tiny run for smoke tests
 };
 
+/// The table every setting of TrainConfig is declared in (flags, JSON keys, checks, help).
+const SettingsTable<TrainConfig>& train_settings();
+
+/// The defaults --quick starts from: a small model and 30 steps (config files and flags
+/// given still override them).
+TrainConfig quick_defaults();
+
+/// Flags given on the command line: (setting key, text), in the order given.
+using GivenSettings = std::vector<std::pair<std::string, std::string>>;
+
+/// A run's settings: the defaults (quick_defaults() when the file or a flag asks for
+/// --quick) < `file` (a JSON object, e.g. a --config file) < `flags`. Former keys are read
+/// with a notice. Throws SettingsError naming the key or flag. Does not validate.
+TrainConfig build_train_config(const nlohmann::json& file, const GivenSettings& flags,
+                               std::vector<std::string>* notices = nullptr);
+
+/// A saved config (config.json, a checkpoint's): as written, also by earlier versions
+/// (former keys are renamed, with a notice).
+TrainConfig read_saved_config(const nlohmann::json& j, std::vector<std::string>* notices = nullptr);
+
 void to_json(nlohmann::json& j, const TrainConfig& c);
 /// Reads the keys present in `j` over `c`; unknown keys are an error (they are usually typos).
 void from_json(const nlohmann::json& j, TrainConfig& c);
 
-/// Checks the values and their combinations; throws std::invalid_argument naming the flag.
+/// Checks the values and their combinations; throws SettingsError naming the flag.
 void validate(const TrainConfig& c);
 
 /// Bytes from "1073741824", "512M", "2G", "1.5GiB" (K/M/G/T are powers of 1024).
-/// Throws std::invalid_argument naming `flag` otherwise.
+/// Throws SettingsError naming `flag` otherwise.
 int64_t parse_bytes(const std::string& text, const std::string& flag);
 
-/// Settings that change what a resumed run computes (all but output, logging and length).
+/// Settings that change what a resumed run computes (all but output, logging and the use of
+/// the machine).
 nlohmann::json resume_invariant(const TrainConfig& c);
 
 /// Settings every process of a data-parallel run must share (chunking and threads aside).

@@ -1,178 +1,19 @@
-// The retriever's encoder, batching, checkpoints and training runs (small, seconds each).
-#include "retriever/batching.h"
-#include "retriever/checkpoint.h"
-#include "retriever/encoder.h"
+// Training runs end to end (small, seconds each): files, resume, modes, errors.
 #include "retriever/files.h"
-#include "retriever/trainer.h"
+#include "tests/retriever/train_test_util.h"
 
 #include <gradcache/gradcache.h>
 
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
-#include <filesystem>
-#include <fstream>
-#include <sstream>
-
-namespace fs = std::filesystem;
-namespace gr = gradcache::retriever;
-
-namespace {
-
-// A scratch directory removed at the end of the test.
-struct TempDir {
-  fs::path path;
-  TempDir() {
-    path = fs::temp_directory_path() / ("gradcache_test_" + std::to_string(::getpid()) + "_" +
-                                        ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::remove_all(path);
-    fs::create_directories(path);
-  }
-  ~TempDir() { fs::remove_all(path); }
-  std::string operator/(const std::string& name) const { return (path / name).string(); }
-};
-
-void write(const std::string& path, const std::string& text) { std::ofstream(path) << text; }
-
-// A tiny retrieval task: each query names an animal and a colour; its passage says the same
-// in other words. Written as TSV training pairs and an evaluation set.
-void write_task(const TempDir& dir, int pairs = 96) {
-  const char* animals[] = {"cat", "dog", "fox", "owl", "eel", "bee", "elk", "yak", "ram", "hen", "cod", "ant"};
-  const char* colours[] = {"red", "blue", "green", "black", "white", "pink", "grey", "gold"};
-  std::ostringstream train, corpus, queries, qrels;
-  for (int i = 0; i < pairs; ++i) {
-    const std::string a = animals[i % 12], c = colours[(i / 12) % 8];
-    const std::string q = "which " + a + " is " + c + " number " + std::to_string(i % 5);
-    const std::string p = "the " + c + " " + a + " lives here " + std::to_string(i % 5);
-    train << q << "\t" << p << "\n";
-    corpus << "d" << i << "\t" << p << "\n";
-    queries << "q" << i << "\t" << q << "\n";
-    qrels << "q" << i << " 0 d" << i << " 1\n";
-  }
-  write(dir / "train.tsv", train.str());
-  write(dir / "corpus.tsv", corpus.str());
-  write(dir / "queries.tsv", queries.str());
-  write(dir / "qrels.txt", qrels.str());
-}
-
-gr::TrainConfig tiny_config(const TempDir& dir) {
-  gr::TrainConfig c;
-  c.train_file = dir / "train.tsv";
-  c.eval_corpus = dir / "corpus.tsv";
-  c.eval_queries = dir / "queries.tsv";
-  c.eval_qrels = dir / "qrels.txt";
-  c.vocab_size = 40;
-  c.dim = 16;
-  c.heads = 2;
-  c.layers = 1;
-  c.ffn_dim = 32;
-  c.batch_size = 32;
-  c.chunk_size = 8;
-  c.max_steps = 6;
-  c.lr = 5e-3;
-  c.log_every = 2;
-  c.output = dir / "run";
-  return c;
-}
-
-gr::TrainOptions quiet() {
-  static std::ostringstream sink;
-  gr::TrainOptions o;
-  o.log = &sink;
-  return o;
-}
-
-std::vector<torch::Tensor> weights(const std::string& checkpoint) {
-  auto info = gr::read_checkpoint_info(checkpoint);
-  auto model = gr::load_model(checkpoint, info);
-  std::vector<torch::Tensor> out;
-  for (auto& [name, t] : model.named_state()) out.push_back(t.clone());
-  return out;
-}
-
-template <class Fn>
-std::string error_of(Fn&& fn) {
-  try {
-    fn();
-  } catch (const c10::Error& e) {
-    return e.what_without_backtrace();
-  } catch (const std::exception& e) {
-    return e.what();
-  }
-  return "";
-}
-
-}  // namespace
-
-TEST(Encoder, PaddingDoesNotChangeTheRepresentation) {
-  torch::manual_seed(0);
-  gr::TransformerEncoder enc(gr::EncoderOptions(50).dim(16).heads(4).layers(2).ffn_dim(32).max_len(12));
-  enc->eval();
-  std::vector<std::vector<int64_t>> tokens{{5, 6, 7}, {8, 9}, {10, 11, 12, 13, 14}};
-  auto padded = gr::pad_batch(tokens, {0, 1});  // padded to 3
-  auto wider = gr::pad_batch(tokens, {0, 1, 2});  // padded to 5
-  torch::NoGradGuard no_grad;
-  auto a = enc(padded);
-  auto b = enc(wider).slice(0, 0, 2);
-  EXPECT_EQ(a.sizes(), (std::vector<int64_t>{2, 16}));
-  EXPECT_TRUE(torch::allclose(a, b, 1e-5, 1e-6));
-  EXPECT_TRUE(torch::allclose(a.norm(2, 1), torch::ones({2}), 1e-5, 1e-6));  // L2-normalised
-}
-
-TEST(Batching, ChunksArePaddedToTheirOwnLongestSequence) {
-  std::vector<std::vector<int64_t>> tokens{{1, 2}, {3}, {4, 5, 6, 7, 8, 9}, {10, 11, 12}};
-  auto batch = gr::pad_batch(tokens, {0, 1, 2, 3});
-  EXPECT_EQ(batch.at("input_ids").size(1), 6);
-  auto chunks = gr::split_and_trim(gradcache::ModelInput(batch), 2);
-  ASSERT_EQ(chunks.size(), 2u);
-  EXPECT_EQ(chunks[0].kwarg("input_ids").size(1), 2);  // {1,2},{3}: longest 2, not 6
-  EXPECT_EQ(chunks[1].kwarg("input_ids").size(1), 6);
-  EXPECT_TRUE(torch::equal(chunks[0].kwarg("input_ids"), torch::tensor({1, 2, 3, 0}, torch::kLong).view({2, 2})));
-}
-
-TEST(Batching, GradCacheWithTrimmedChunksGivesFullBatchGradients) {
-  // The CLI's cache step: a shared Transformer encoder, dropout on, chunks trimmed of padding.
-  torch::manual_seed(1);
-  gr::TransformerEncoder enc(gr::EncoderOptions(40).dim(16).heads(2).layers(1).ffn_dim(32).max_len(10).dropout(0.1));
-  std::vector<std::vector<int64_t>> tokens;
-  for (int i = 0; i < 12; ++i) {
-    std::vector<int64_t> seq;
-    for (int j = 0; j < 1 + (i * 7) % 9; ++j) seq.push_back(1 + (i * 3 + j) % 39);
-    tokens.push_back(seq);
-  }
-  auto q = gr::pad_batch(tokens, {0, 1, 2, 3, 4, 5}), p = gr::pad_batch(tokens, {6, 7, 8, 9, 10, 11});
-  gradcache::SimpleContrastiveLoss loss(gradcache::ContrastiveLossOptions().temperature(0.1));
-  // Reference: the same trimmed chunks with grad, in order, one backward over the whole batch.
-  torch::manual_seed(5);
-  std::vector<torch::Tensor> qs, ps;
-  auto as_batch = [](const gradcache::ModelInput& c) {
-    return gr::TokenBatch{{"input_ids", c.kwarg("input_ids")}, {"attention_mask", c.kwarg("attention_mask")}};
-  };
-  for (auto& c : gr::split_and_trim(q, 4)) qs.push_back(enc(as_batch(c)));
-  for (auto& c : gr::split_and_trim(p, 4)) ps.push_back(enc(as_batch(c)));
-  loss(torch::cat(qs), torch::cat(ps)).backward();
-  std::vector<torch::Tensor> full;
-  for (auto& t : enc->parameters()) {
-    full.push_back(t.grad().clone());
-    t.mutable_grad() = torch::Tensor();
-  }
-  torch::manual_seed(5);
-  gradcache::GradCache cache({enc, enc}, 4, loss, gradcache::GradCacheOptions().split_input_fn(gr::split_and_trim));
-  cache({q, p});
-  double diff = 0, scale = 0;
-  auto params = enc->parameters();
-  for (size_t i = 0; i < params.size(); ++i) {
-    diff = std::max(diff, (params[i].grad() - full[i]).abs().max().item<double>());
-    scale = std::max(scale, full[i].abs().max().item<double>());
-  }
-  EXPECT_LT(diff / scale, 1e-5);  // float32 summation order, as in test_grad_cache.cpp
-}
+using namespace train_test;
 
 TEST(Trainer, WritesEverythingUnderOutputAndLearns) {
   TempDir dir;
   write_task(dir);
   auto config = tiny_config(dir);
-  config.max_steps = 30;
+  config.steps = 30;
   auto result = gr::train(config, quiet());
   for (const char* f : {"config.json", "tokenizer.model", "checkpoint.pt", "metrics.jsonl", "summary.json"}) {
     EXPECT_TRUE(fs::exists(dir / ("run/" + std::string(f)))) << f;
@@ -228,8 +69,9 @@ TEST(Trainer, ModesAgreeWhereTheyShould) {
     auto config = tiny_config(dir);
     config.mode = mode;
     config.chunk_size = 64;  // larger than the batch: one chunk
+    config.sub_batch_size = 64;  // and one sub-batch
     config.sort_by_length = false;  // accumulate never sorts: keep one order for all
-    config.max_steps = 2;
+    config.steps = 2;
     config.eval = false;
     config.output = dir / mode;
     gr::train(config, quiet());
@@ -246,7 +88,7 @@ TEST(Trainer, RefusesToOverwriteARunAndKeepsItIntact) {
   TempDir dir;
   write_task(dir);
   auto config = tiny_config(dir);
-  config.max_steps = 2;
+  config.steps = 2;
   config.eval = false;
   gr::train(config, quiet());
   const auto before = gr::read_file(dir / "run/checkpoint.pt");
@@ -287,7 +129,7 @@ TEST(Trainer, BadSettingsAndDataAreExplained) {
   EXPECT_NE(error_of([&] { gr::train(config, quiet()); }).find("--chunk-size must be positive"), std::string::npos);
   config = tiny_config(dir);
   config.chunk_size = 1000;  // larger than the batch: allowed, one chunk
-  config.max_steps = 1;
+  config.steps = 1;
   config.eval = false;
   EXPECT_EQ(gr::train(config, quiet()).progress.step, 1);
 
@@ -333,7 +175,7 @@ TEST(Trainer, TorchScriptEncoderIsTrainedAndAWrongOneIsRefused) {
 
   auto config = tiny_config(dir);
   config.model = dir / "good.pt";
-  config.max_steps = 20;
+  config.steps = 20;
   config.lr = 0.02;
   auto result = gr::train(config, quiet());
   ASSERT_TRUE(result.trained && result.untrained);
@@ -354,69 +196,12 @@ TEST(Trainer, LearningRateWarmsUpThenDecays) {
   EXPECT_DOUBLE_EQ(gr::lr_factor(0, 5, 0), 1.0);
 }
 
-TEST(Batching, TokenBudgetChunksKeepOrderAndStayWithinTheBudget) {
-  std::vector<std::vector<int64_t>> tokens{{1}, {2}, {3, 3}, {4, 4}, {5, 5, 5}, {6, 6, 6, 6, 6, 6, 6}, {7}};
-  auto batch = gr::pad_batch(tokens, {0, 1, 2, 3, 4, 5, 6});
-  auto chunks = gr::split_by_tokens(6)(gradcache::ModelInput(batch), /*max_rows=*/100);
-  std::vector<int64_t> rows, widths;
-  torch::Tensor ids;
-  for (const auto& c : chunks) {
-    rows.push_back(c.kwarg("input_ids").size(0));
-    widths.push_back(c.kwarg("input_ids").size(1));
-    EXPECT_TRUE(c.kwarg("input_ids").size(0) == 1 || rows.back() * widths.back() <= 6);
-    ids = ids.defined() ? torch::cat({ids, c.kwarg("input_ids").select(1, 0)}) : c.kwarg("input_ids").select(1, 0);
-  }
-  // {1},{2},{3,3} fit 3x2 = 6; {4,4},{5,5,5} fit 2x3 = 6; {6 x7} alone (longer than the budget); {7}.
-  EXPECT_EQ(rows, (std::vector<int64_t>{3, 2, 1, 1}));
-  EXPECT_EQ(widths, (std::vector<int64_t>{2, 3, 7, 1}));
-  EXPECT_TRUE(torch::equal(ids, torch::tensor({1, 2, 3, 4, 5, 6, 7}, torch::kLong)));  // order kept
-  EXPECT_EQ(gr::split_by_tokens(100)(gradcache::ModelInput(batch), /*max_rows=*/2).size(), 4u);  // row cap
-  EXPECT_EQ(gr::sorted_by_length(tokens, {5, 0, 2, 4}), (std::vector<int64_t>{0, 2, 4, 5}));
-}
-
-TEST(TrainConfig, SizesInBytes) {
-  EXPECT_EQ(gr::parse_bytes("1024", "--x"), 1024);
-  EXPECT_EQ(gr::parse_bytes("512M", "--x"), int64_t{512} << 20);
-  EXPECT_EQ(gr::parse_bytes("2G", "--x"), int64_t{2} << 30);
-  EXPECT_EQ(gr::parse_bytes("1.5GiB", "--x"), int64_t{3} << 29);
-  EXPECT_EQ(gr::parse_bytes("64kb", "--x"), 64 << 10);
-  EXPECT_NE(error_of([] { gr::parse_bytes("12X", "--memory-budget"); }).find("--memory-budget takes a size"),
-            std::string::npos);
-  EXPECT_NE(error_of([] { gr::parse_bytes("-5M", "--x"); }).find("takes a size"), std::string::npos);
-}
-
-TEST(Batching, TokenBudgetAndRetainedChunksGiveFullBatchGradients) {
-  torch::manual_seed(2);
-  gr::TransformerEncoder enc(gr::EncoderOptions(40).dim(16).heads(2).layers(1).ffn_dim(32).max_len(10).dropout(0));
-  std::vector<std::vector<int64_t>> tokens;
-  for (int i = 0; i < 16; ++i) tokens.push_back(std::vector<int64_t>(1 + (i * 5) % 9, 1 + i));
-  std::vector<int64_t> q_rows{0, 1, 2, 3, 4, 5, 6, 7}, p_rows{8, 9, 10, 11, 12, 13, 14, 15};
-  auto q = gr::pad_batch(tokens, gr::sorted_by_length(tokens, q_rows)), p = gr::pad_batch(tokens, p_rows);
-  gradcache::SimpleContrastiveLoss loss(gradcache::ContrastiveLossOptions().temperature(0.1));
-  loss(enc(q), enc(p)).backward();  // a real full-batch backward
-  std::vector<torch::Tensor> full;
-  for (auto& t : enc->parameters()) {
-    full.push_back(t.grad().clone());
-    t.mutable_grad() = torch::Tensor();
-  }
-  gradcache::GradCache cache({enc, enc}, 8, loss,
-                             gradcache::GradCacheOptions().split_input_fn(gr::split_by_tokens(20)).retain_chunks(2));
-  cache({q, p});
-  double diff = 0, scale = 0;
-  auto params = enc->parameters();
-  for (size_t i = 0; i < params.size(); ++i) {
-    diff = std::max(diff, (params[i].grad() - full[i]).abs().max().item<double>());
-    scale = std::max(scale, full[i].abs().max().item<double>());
-  }
-  EXPECT_LT(diff / scale, 1e-5);  // float32 summation order, as in test_grad_cache.cpp
-}
-
 TEST(Trainer, AutomaticChunkSizesAreMeasuredOnceAndKeptOnResume) {
   TempDir dir;
   write_task(dir);
   auto config = tiny_config(dir);
   config.chunk_size_auto = true;
-  config.memory_budget = int64_t{200} << 10;  // small enough to need several chunks
+  config.chunk_memory = int64_t{200} << 10;  // small enough to need several chunks
   config.retain_memory = int64_t{200} << 10;
   config.eval = false;
   auto options = quiet();
@@ -482,44 +267,4 @@ TEST(Trainer, PrecisionIsValidated) {
     config.precision = "fp16";
     EXPECT_NE(error_of([&] { gr::train(config, quiet()); }).find("use --precision bf16 on CPU"), std::string::npos);
   }
-}
-
-// fp16 needs CUDA here, so the scaler's trip through a checkpoint is tested on the functions
-// the trainer uses: what save_checkpoint writes, load_training_state restores.
-TEST(Checkpoint, LossScalerStateRoundTrip) {
-  TempDir dir;
-  gr::TrainConfig config;
-  config.vocab_size = 40;
-  config.dim = 16;
-  config.heads = 2;
-  config.layers = 1;
-  config.ffn_dim = 32;
-  config.precision = "fp16";
-  auto model = gr::build_model(config);
-  torch::optim::AdamW optimizer(model.parameters(), torch::optim::AdamWOptions(1e-3));
-  gradcache::GradScaler scaler(gradcache::GradScalerOptions().init_scale(1024).growth_interval(5));
-  scaler.update(4096);  // and a growth count of 2:
-  for (int i = 0; i < 2; ++i) {
-    optimizer.zero_grad();
-    for (auto& p : model.parameters()) p.mutable_grad() = torch::ones_like(p);
-    scaler.step(optimizer);
-    scaler.update();
-  }
-  gr::CheckpointInfo info;
-  info.config = config;
-  const auto path = dir / "checkpoint.pt";
-  gr::save_checkpoint(path, info, model, optimizer, gr::capture_generators(torch::kCPU), &scaler);
-
-  gradcache::GradScaler restored;
-  torch::optim::AdamW fresh(model.parameters(), torch::optim::AdamWOptions(1e-3));
-  gr::load_training_state(path, fresh, torch::kCPU, 0, &restored);
-  EXPECT_EQ(restored.get_scale(), 4096);
-  EXPECT_EQ(restored.growth_tracker(), 2);
-  EXPECT_EQ(restored.options().growth_interval(), 5);
-
-  // A checkpoint without a scaler (an fp32 or bf16 run) cannot feed one.
-  gr::save_checkpoint(path, info, model, optimizer, gr::capture_generators(torch::kCPU));
-  gradcache::GradScaler missing;
-  EXPECT_NE(error_of([&] { gr::load_training_state(path, fresh, torch::kCPU, 0, &missing); }).find("loss scaler"),
-            std::string::npos);
 }

@@ -15,12 +15,8 @@ namespace cli {
 extern std::atomic<int> stop_signal;
 
 /// Adds `train` to `app`; returns the action to run once parsing succeeded (exit status).
-std::function<int()> add_train_command(CLI::App& app, int argc, char** argv);
+std::function<int()> add_train_command(CLI::App& app);
 std::function<int()> add_eval_command(CLI::App& app);
-
-/// The path given to --config (or --config=PATH) in argv, if any: config files are read
-/// before the flags so that flags override them.
-std::string find_config_arg(int argc, char** argv);
 
 }  // namespace cli
 }  // namespace gradcache

@@ -59,7 +59,7 @@ int main(int argc, char** argv) {
                "exact full-batch gradients)"};
   app.require_subcommand(1);
   std::function<int()> action;
-  auto train = gradcache::cli::add_train_command(app, argc, argv);
+  auto train = gradcache::cli::add_train_command(app);
   auto eval = gradcache::cli::add_eval_command(app);
   try {
     app.parse(argc, argv);

@@ -1,0 +1,86 @@
+#include "retriever/evaluate_checkpoint.h"
+
+#include "retriever/checkpoint.h"
+#include "retriever/evaluate.h"
+#include "retriever/task.h"
+
+#include <torch/torch.h>
+
+#include <filesystem>
+
+namespace gradcache {
+namespace retriever {
+namespace {
+
+SettingsTable<EvalSettings> make_eval_settings() {
+  using S = EvalSettings;
+  SettingsTable<S> t;
+  t.add(field("checkpoint", &S::checkpoint, "--checkpoint", "checkpoint.pt, or the --output directory of a run")
+            .required());
+  t.add(field("corpus", &S::corpus, "--corpus", "Corpus: id<TAB>text or JSONL {id, text}"));
+  t.add(field("queries", &S::queries, "--queries", "Queries: id<TAB>text or JSONL {id, text}"));
+  t.add(field("qrels", &S::qrels, "--qrels", "Judgements: TREC 'qid 0 docid rel'"));
+  t.add(field("split", &S::split, "--split", "WordNet split when no files are given: test or dev")
+            .checked(one_of({"test", "dev"})));
+  t.add(field("wordnet_dir", &S::wordnet_dir, "--wordnet-dir", "WordNet database (default: the run's)"));
+  t.add(field("on_bad_line", &S::on_bad_line, "--on-bad-line", "error or skip").checked(one_of({"error", "skip"})));
+  t.add(field("batch_size", &S::batch_size, "--batch-size", "Encoding batch").checked(positive()));
+  t.add(field("top_k", &S::top_k, "--top-k", "Documents ranked per query").checked(positive()));
+  t.add(field("device", &S::device, "--device", "cpu, cuda, ..."));
+  t.add(field("threads", &S::threads, "--threads", "Intra-op threads (0: 1)").checked(at_least(0)));
+  t.add(field("quick", &S::quick, "--quick", "A small subset of the WordNet split (smoke tests)").as_switch());
+  t.add_check([](const S& s) {
+    const int given = !s.corpus.empty() + !s.queries.empty() + !s.qrels.empty();
+    return given == 0 || given == 3 ? "" : "--corpus, --queries and --qrels go together";
+  });
+  return t;
+}
+
+}  // namespace
+
+const SettingsTable<EvalSettings>& eval_settings() {
+  static const SettingsTable<EvalSettings> table = make_eval_settings();
+  return table;
+}
+
+EvalReport evaluate_checkpoint(const EvalSettings& s) {
+  eval_settings().validate(s);
+  torch::set_num_threads(s.threads > 0 ? static_cast<int>(s.threads) : 1);
+  EvalReport report;
+  report.checkpoint = s.checkpoint;
+  if (std::filesystem::is_directory(s.checkpoint)) {
+    report.checkpoint = (std::filesystem::path(s.checkpoint) / "checkpoint.pt").string();
+  }
+  const auto info = read_checkpoint_info(report.checkpoint);
+  auto model = load_model(report.checkpoint, info);
+  const c10::Device device(s.device);
+  model.to(device);
+  const auto tokenizer = Tokenizer::from_serialized(info.tokenizer);
+
+  EvalData data;
+  if (!s.corpus.empty()) {
+    const auto on_bad = parse_on_bad_line(s.on_bad_line);
+    data.name = s.queries;
+    data.corpus = read_collection(s.corpus, on_bad);
+    data.queries = read_collection(s.queries, on_bad);
+    data.qrels = read_qrels(s.qrels, on_bad);
+  } else {
+    data = load_wordnet_eval(s.wordnet_dir.empty() ? info.config.wordnet_dir : s.wordnet_dir, s.split, s.quick);
+  }
+  const auto set = tokenize_eval_set(data.name, data.corpus, data.queries, data.qrels, tokenizer,
+                                     static_cast<size_t>(info.config.query_max_len),
+                                     static_cast<size_t>(info.config.passage_max_len));
+  EvalOptions options;
+  options.batch_size = s.batch_size;
+  options.top_k = s.top_k;
+  options.device = device;
+  report.metrics = evaluate(model, set, options);
+  report.data_name = data.name;
+  report.corpus_size = data.corpus.size();
+  report.step = info.progress.step;
+  report.unknown_docs = set.unknown_docs;
+  return report;
+}
+
+}  // namespace retriever
+}  // namespace gradcache

@@ -1,0 +1,147 @@
+#include "retriever/training_data.h"
+
+#include "retriever/batching.h"
+
+#include <gradcache/distributed.h>
+
+#include <chrono>
+#include <numeric>
+#include <random>
+#include <stdexcept>
+#include <unordered_map>
+
+namespace gradcache {
+namespace retriever {
+
+uint64_t mix_seed(uint64_t x) {
+  x += 0x9e3779b97f4a7c15ULL;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
+  return x ^ (x >> 31);
+}
+
+// Fisher-Yates with mt19937_64 (std::shuffle's algorithm is implementation-defined).
+std::vector<int64_t> epoch_order(size_t n, uint64_t seed, int64_t epoch) {
+  std::vector<int64_t> order(n);
+  std::iota(order.begin(), order.end(), 0);
+  std::mt19937_64 rng(mix_seed(seed ^ mix_seed(static_cast<uint64_t>(epoch) + 1)));
+  for (size_t i = n; i > 1; --i) std::swap(order[i - 1], order[rng() % i]);
+  return order;
+}
+
+TrainingData::TrainingData(const TrainConfig& config, const TokenizerSource& tokenizer, BatchShare share,
+                           const std::function<void(const std::string&)>& log)
+    : config_(config), share_(share) {
+  const auto task = load_task(config_);
+  if (task.train.empty()) throw std::invalid_argument("no training examples");
+  load_tokenizer(task, tokenizer, log);
+  tokenize_training(task);
+  if (task.eval) {
+    eval_set_ = tokenize_eval_set(task.eval->name, task.eval->corpus, task.eval->queries, task.eval->qrels,
+                                  *tokenizer_, static_cast<size_t>(config_.query_max_len),
+                                  static_cast<size_t>(config_.passage_max_len));
+    if (eval_set_->unknown_docs > 0) {
+      log("evaluation: " + std::to_string(eval_set_->unknown_docs) + " judged documents are not in the corpus (ignored)");
+    }
+  }
+}
+
+void TrainingData::load_tokenizer(const TaskData& task, const TokenizerSource& source,
+                                  const std::function<void(const std::string&)>& log) {
+  if (source.saved) {
+    tokenizer_ = Tokenizer::from_serialized(*source.saved);
+    return;
+  }
+  if (!config_.tokenizer.empty()) {
+    tokenizer_ = Tokenizer::load(config_.tokenizer);
+    return;
+  }
+  if (share_.rank != 0) {  // rank 0 trains it (deterministic, but once is enough)
+    source.group->barrier();
+    tokenizer_ = Tokenizer::load(source.trained_path);
+    return;
+  }
+  std::vector<std::string> texts;
+  for (const auto& ex : task.train) {
+    texts.push_back(ex.query);
+    texts.insert(texts.end(), ex.positives.begin(), ex.positives.end());
+    texts.insert(texts.end(), ex.negatives.begin(), ex.negatives.end());
+  }
+  TokenizerTrainOptions options;
+  options.vocab_size = static_cast<int>(config_.vocab_size);
+  const auto start = std::chrono::steady_clock::now();
+  tokenizer_ = Tokenizer::train(texts, options, source.trained_path);
+  log("trained a " + std::to_string(tokenizer_->vocab_size()) + "-piece tokenizer in " +
+      std::to_string(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count()).substr(0, 4) +
+      " s");
+  if (source.group) source.group->barrier();
+}
+
+// Token ids of every query, and of every distinct passage once.
+void TrainingData::tokenize_training(const TaskData& task) {
+  std::unordered_map<std::string, int64_t> passage_row;
+  auto passage = [&](const std::string& text) {
+    auto [it, inserted] = passage_row.emplace(text, static_cast<int64_t>(passage_tokens_.size()));
+    if (inserted) passage_tokens_.push_back(tokenizer_->encode(text, static_cast<size_t>(config_.passage_max_len)));
+    return it->second;
+  };
+  for (size_t i = 0; i < task.train.size(); ++i) {
+    const auto& ex = task.train[i];
+    if (config_.negatives > 0 && ex.negatives.empty()) {
+      throw std::invalid_argument("--negatives " + std::to_string(config_.negatives) + ": training example " +
+                                  std::to_string(i + 1) + " (query \"" + ex.query.substr(0, 60) +
+                                  "\") has no negatives; drop --negatives or give every example negatives");
+    }
+    query_tokens_.push_back(tokenizer_->encode(ex.query, static_cast<size_t>(config_.query_max_len)));
+    positives_.emplace_back();
+    for (const auto& p : ex.positives) positives_.back().push_back(passage(p));
+    negatives_.emplace_back();
+    if (config_.negatives > 0) {
+      for (const auto& n : ex.negatives) negatives_.back().push_back(passage(n));
+    }
+  }
+}
+
+std::vector<int64_t> TrainingData::batch_examples(const std::vector<int64_t>& order, int64_t batch_in_epoch) const {
+  const auto begin = static_cast<size_t>(batch_in_epoch * config_.batch_size);
+  std::vector<int64_t> examples(order.begin() + begin,
+                                order.begin() + std::min(order.size(), begin + static_cast<size_t>(config_.batch_size)));
+  if (config_.sort_by_length && config_.mode != "accumulate") examples = sorted_by_length(query_tokens_, examples);
+  if (share_.world == 1) return examples;
+  const size_t n = examples.size();
+  return std::vector<int64_t>(examples.begin() + n * share_.rank / share_.world,
+                              examples.begin() + n * (share_.rank + 1) / share_.world);
+}
+
+TokenBatch TrainingData::queries_of(const std::vector<int64_t>& examples, const c10::Device& device) const {
+  auto batch = pad_batch(query_tokens_, examples);
+  for (auto& [name, t] : batch) t = t.to(device);
+  return batch;
+}
+
+// The passages are drawn from a generator that depends only on (seed, epoch, example): a
+// resumed run draws the same ones.
+TokenBatch TrainingData::passages_of(const std::vector<int64_t>& examples, int64_t epoch,
+                                     const c10::Device& device) const {
+  std::vector<int64_t> rows;
+  for (auto e : examples) {
+    std::mt19937_64 rng(mix_seed(config_.seed ^ mix_seed((static_cast<uint64_t>(epoch) << 32) ^ static_cast<uint64_t>(e))));
+    const auto& pos = positives_[e];
+    rows.push_back(pos[rng() % pos.size()]);
+    auto negs = negatives_[e];
+    for (int64_t k = 0; k < config_.negatives; ++k) {
+      if (static_cast<int64_t>(negs.size()) >= config_.negatives) {  // without replacement
+        std::swap(negs[k], negs[k + rng() % (negs.size() - k)]);
+        rows.push_back(negs[k]);
+      } else {  // too few: with replacement, as Tevatron does
+        rows.push_back(negs[rng() % negs.size()]);
+      }
+    }
+  }
+  auto batch = pad_batch(passage_tokens_, rows);
+  for (auto& [name, t] : batch) t = t.to(device);
+  return batch;
+}
+
+}  // namespace retriever
+}  // namespace gradcache

@@ -1,0 +1,66 @@
+#include "retriever/training_model.h"
+
+#include "retriever/training_data.h"
+
+#include <gradcache/contrastive_loss.h>
+#include <gradcache/distributed.h>
+
+#include <torch/torch.h>
+
+namespace gradcache {
+namespace retriever {
+
+TrainingModel::TrainingModel(const TrainConfig& config, const c10::Device& device,
+                             const distributed::ProcessGroup* group, int rank, const Resume& resume) {
+  torch::manual_seed(config.seed);
+  if (resume.info) {
+    model_ = load_model(resume.path, *resume.info);
+  } else if (!config.model.empty()) {
+    model_ = BiEncoder::torchscript(config.model, config.untie);
+  } else {
+    model_ = build_model(config);
+  }
+  model_->to(device);
+  model_->train(true);
+  // Every rank starts from the same weights (same seed); dropout then draws per rank.
+  if (group && !resume.info) torch::manual_seed(mix_seed(config.seed ^ mix_seed(static_cast<uint64_t>(rank))));
+  optimizer_ = std::make_unique<torch::optim::AdamW>(
+      model_->parameters(), torch::optim::AdamWOptions(config.lr).weight_decay(config.weight_decay));
+  precision_ = parse_precision(config.precision);
+  if (precision_ == Precision::fp16) {
+    auto options = GradScalerOptions();
+    if (group) options.agree_found_inf(distributed::any_rank(*group));  // all ranks skip together
+    scaler_ = std::make_shared<GradScaler>(options);
+  }
+  if (resume.info) load_training_state(resume.path, *optimizer_, device, rank, scaler_.get());
+
+  auto options = ContrastiveLossOptions().temperature(config.temperature);
+  if (config.loss == "symmetric") {
+    loss_ = SymmetricContrastiveLoss(options);
+  } else {
+    loss_ = SimpleContrastiveLoss(options);
+  }
+}
+
+void TrainingModel::prepare_step(double lr) {
+  for (auto& group : optimizer_->param_groups()) static_cast<torch::optim::AdamWOptions&>(group.options()).lr(lr);
+  optimizer_->zero_grad();
+}
+
+UpdateOutcome TrainingModel::update(double max_grad_norm) {
+  // fp16: the gradients come out scaled; clip the true ones, and skip the update on overflow.
+  if (scaler_) scaler_->unscale_(*optimizer_);
+  if (max_grad_norm > 0) torch::nn::utils::clip_grad_norm_(model_->parameters(), max_grad_norm);
+  if (!scaler_) {
+    optimizer_->step();
+    return UpdateOutcome::stepped;
+  }
+  const bool stepped = scaler_->step(*optimizer_);
+  scaler_->update();
+  return stepped ? UpdateOutcome::stepped : UpdateOutcome::skipped_overflow;
+}
+
+double TrainingModel::lr() const { return optimizer_->param_groups()[0].options().get_lr(); }
+
+}  // namespace retriever
+}  // namespace gradcache

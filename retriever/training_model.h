@@ -1,0 +1,64 @@
+// What a training run updates: the bi-encoder, its AdamW optimizer, the fp16 loss scaler and
+// the contrastive loss, fresh or as a checkpoint left them.
+#pragma once
+
+#include "retriever/checkpoint.h"
+#include "retriever/encoder.h"
+#include "retriever/train_config.h"
+
+#include <gradcache/grad_scaler.h>
+#include <gradcache/loss.h>
+#include <gradcache/precision.h>
+
+#include <torch/optim/adamw.h>
+
+#include <memory>
+#include <optional>
+#include <string>
+
+namespace gradcache {
+namespace distributed {
+class ProcessGroup;
+}  // namespace distributed
+
+namespace retriever {
+
+/// How an update ended.
+enum class UpdateOutcome { stepped, skipped_overflow };
+
+class TrainingModel {
+ public:
+  /// A checkpoint to start from: its record and its path.
+  struct Resume {
+    const CheckpointInfo* info = nullptr;
+    std::string path;
+  };
+  /// The model of `config` on `device` (from `resume.info` when set), in training mode. Every
+  /// rank starts from the same weights; in a group of more than one, the generators are then
+  /// seeded per rank so that dropout draws differ.
+  TrainingModel(const TrainConfig& config, const c10::Device& device, const distributed::ProcessGroup* group,
+                int rank, const Resume& resume);
+
+  BiEncoder& model() { return *model_; }
+  const Loss& loss() const { return loss_; }
+  Precision precision() const { return precision_; }
+  const std::shared_ptr<GradScaler>& scaler() const { return scaler_; }  ///< fp16 only
+  torch::optim::AdamW& optimizer() { return *optimizer_; }
+
+  /// Sets the learning rate and zeroes the gradients, before a step.
+  void prepare_step(double lr);
+  /// The update with the step's gradients: unscaled (fp16), clipped to `max_grad_norm` (0: no
+  /// clipping), applied unless fp16 overflowed.
+  UpdateOutcome update(double max_grad_norm);
+  double lr() const;
+
+ private:
+  std::optional<BiEncoder> model_;
+  std::unique_ptr<torch::optim::AdamW> optimizer_;
+  Precision precision_ = Precision::fp32;
+  std::shared_ptr<GradScaler> scaler_;  // fp16 only: bf16 has fp32's exponent range
+  Loss loss_;
+};
+
+}  // namespace retriever
+}  // namespace gradcache

@@ -1,0 +1,135 @@
+// Readers of collections (corpus, queries) and relevance judgements: formats and bad lines.
+#include "tests/retriever/text_test_util.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <iostream>
+#include <map>
+#include <string>
+#include <tuple>
+#include <unordered_set>
+#include <vector>
+
+using namespace gradcache::retriever;
+using namespace text_test;
+
+TEST(Collections, TsvWithOptionalTitle) {
+  TempDir dir;
+  const auto path = dir.write("corpus.tsv", "d1\tfirst text\nd2\t second text \tA Title\n\nd3\tthird\t\n");
+  ReadStats stats;
+  const auto corpus = read_collection(path, OnBadLine::Error, &stats);
+  ASSERT_EQ(corpus.size(), 3u);
+  EXPECT_EQ(corpus.ids, (Strings{"d1", "d2", "d3"}));
+  EXPECT_EQ(corpus.texts, (Strings{"first text", "A Title second text", "third"}));
+  EXPECT_EQ(corpus.index.at("d1"), 0u);
+  EXPECT_EQ(corpus.index.at("d3"), 2u);
+  EXPECT_EQ(stats.lines, 4u);
+  EXPECT_EQ(stats.records, 3u);
+}
+
+TEST(Collections, JsonlWithIdKeysAndNumericIds) {
+  TempDir dir;
+  const auto path = dir.write("corpus.jsonl",
+                              "{\"id\": 7, \"text\": \"seven\"}\n"
+                              "{\"_id\": \"doc-8\", \"title\": \"Eight\", \"text\": \"is a number\"}\n"
+                              "{\"docid\": \"9\", \"title\": \"\", \"text\": \"nine\"}\n"
+                              "{\"qid\": 10, \"text\": \"ten\"}\n"
+                              "{\"query_id\": \"q11\", \"query\": \"eleven?\"}\n");
+  const auto collection = read_collection(path);
+  EXPECT_EQ(collection.ids, (Strings{"7", "doc-8", "9", "10", "q11"}));
+  EXPECT_EQ(collection.texts, (Strings{"seven", "Eight is a number", "nine", "ten", "eleven?"}));
+  EXPECT_EQ(collection.index.at("10"), 3u);
+}
+
+TEST(Collections, BadLines) {
+  TempDir dir;
+  const std::vector<std::tuple<std::string, std::string, std::string>> cases = {
+      {".tsv", "lonely", "got 1 field (no tab in the line)"},
+      {".tsv", "a\tb\tc\td", "got 4 fields"},
+      {".tsv", " \ttext", "the id (field 1) is empty"},
+      {".tsv", "d9\t  ", "the text (field 2) is empty"},
+      {".tsv", "d1\tagain", "duplicate id 'd1' (first on line 1)"},
+      {".tsv", "d9\tbad \xC3\x28", "invalid UTF-8 at byte 8"},
+      {".jsonl", R"({"text": "no id"})", "missing an id"},
+      {".jsonl", R"({"id": 1.5, "text": "x"})", "\"id\" must be a string or an integer, got number"},
+      {".jsonl", R"({"id": "", "text": "x"})", "\"id\" is empty"},
+      {".jsonl", R"({"id": "d9"})", "missing \"text\""},
+      {".jsonl", R"({"id": "d9", "text": ""})", "\"text\" is empty"},
+      {".jsonl", R"({"id": "d9", "text": "x", "title": []})", "\"title\" must be a string"},
+      {".jsonl", R"({"_id": "d1", "text": "again"})", "duplicate id 'd1' (first on line 1)"},
+      {".jsonl", "{\"id\": \"d9\", \"text\": ", "malformed JSON"},
+  };
+  for (size_t i = 0; i < cases.size(); ++i) {
+    const auto& [extension, line, reason] = cases[i];
+    SCOPED_TRACE(line);
+    const std::string good = extension == ".tsv" ? "d1\tfirst" : R"({"id": "d1", "text": "first"})";
+    const auto path = dir.write("c" + std::to_string(i) + extension, good + "\n" + line + "\n");
+    expect_data_error([&] { read_collection(path); }, path, 2, reason);
+    ReadStats stats;
+    const auto collection = read_collection(path, OnBadLine::Skip, &stats);
+    EXPECT_EQ(collection.ids, (Strings{"d1"}));
+    EXPECT_EQ(stats.skipped, 1u);
+    EXPECT_EQ(stats.records, 1u);
+  }
+  const auto empty = dir.write("empty.tsv", "");
+  expect_data_error([&] { read_collection(empty); }, empty, 0, "no records");
+  const auto missing = dir.path("missing.jsonl");
+  expect_data_error([&] { read_collection(missing); }, missing, 0, "cannot open");
+}
+
+// ---- qrels ------------------------------------------------------------------------------------------
+
+TEST(Qrels, Trec) {
+  TempDir dir;
+  const auto path = dir.write("qrels.txt", "q1 0 d1 1\nq1 0 d2 0\n\nq2\tQ0\td1  2\nq3 0 d7 -1\n");
+  ReadStats stats;
+  const auto qrels = read_qrels(path, OnBadLine::Error, &stats);
+  ASSERT_EQ(qrels.size(), 3u);
+  EXPECT_EQ(qrels.at("q1"), (std::map<std::string, int>{{"d1", 1}, {"d2", 0}}));
+  EXPECT_EQ(qrels.at("q2"), (std::map<std::string, int>{{"d1", 2}}));
+  EXPECT_EQ(qrels.at("q3"), (std::map<std::string, int>{{"d7", -1}}));  // kept, although not relevant
+  EXPECT_EQ(stats.lines, 5u);
+  EXPECT_EQ(stats.records, 4u);
+}
+
+TEST(Qrels, BeirWithAndWithoutHeader) {
+  TempDir dir;
+  const auto with_header = dir.write("test.tsv", "query-id\tcorpus-id\tscore\n1\t10\t1\n1\t11\t2\n2\t10\t0\n");
+  ReadStats stats;
+  const auto qrels = read_qrels(with_header, OnBadLine::Error, &stats);
+  EXPECT_EQ(qrels, (Qrels{{"1", {{"10", 1}, {"11", 2}}}, {"2", {{"10", 0}}}}));
+  EXPECT_EQ(stats.records, 3u);  // the header is no record
+  EXPECT_EQ(stats.skipped, 0u);
+  const auto without = dir.write("test2.tsv", "1\t10\t1\n");
+  EXPECT_EQ(read_qrels(without), (Qrels{{"1", {{"10", 1}}}}));
+}
+
+TEST(Qrels, BadLines) {
+  TempDir dir;
+  const std::vector<std::tuple<std::string, std::string, std::string>> cases = {
+      {"q1 0 d1 1", "q2 d2 1", "expected 4 fields like the first line"},
+      {"q1\td1\t1", "q2 0 d2 1", "expected 3 fields like the first line"},
+      {"q1\td1\t1", "q2\td2\tyes", "the relevance grade 'yes' is not an integer"},
+      {"q1\td1\t1", "q2\td2\t1.0", "'1.0' is not an integer"},
+      {"q1 0 d1 1", "q1 0 d1 0", "duplicate judgement for query 'q1' and document 'd1'"},
+      {"q1 0 d1 1", "q1 0 d\xFF 0", "invalid UTF-8"},
+  };
+  for (const auto& [first, second, reason] : cases) {
+    SCOPED_TRACE(second);
+    const auto path = dir.write("qrels.txt", first + "\n" + second + "\n");
+    expect_data_error([&] { read_qrels(path); }, path, 2, reason);
+    ReadStats stats;
+    EXPECT_EQ(read_qrels(path, OnBadLine::Skip, &stats).size(), 1u);
+    EXPECT_EQ(stats.skipped, 1u);
+  }
+  // Only a 3-field first line can be a header; and a bad field count on line 1 is reported.
+  const auto trec_header = dir.write("trec.txt", "qid iter docid rel\nq1 0 d1 1\n");
+  expect_data_error([&] { read_qrels(trec_header); }, trec_header, 1, "'rel' is not an integer");
+  const auto two_fields = dir.write("two.txt", "q1 d1\n");
+  expect_data_error([&] { read_qrels(two_fields); }, two_fields, 1, "expected 4 fields (TREC");
+  const auto header_only = dir.write("header.tsv", "query-id\tcorpus-id\tscore\n");
+  expect_data_error([&] { read_qrels(header_only); }, header_only, 0, "no judgements");
+  const auto missing = dir.path("none.tsv");
+  expect_data_error([&] { read_qrels(missing); }, missing, 0, "cannot open");
+}

@@ -1,0 +1,172 @@
+// The settings tables of train and eval: what the flags and config files become.
+#include "retriever/evaluate_checkpoint.h"
+#include "retriever/train_config.h"
+#include "tests/retriever/train_test_util.h"
+
+#include <gtest/gtest.h>
+
+#include <functional>
+#include <set>
+#include <string>
+#include <vector>
+
+using namespace train_test;
+
+TEST(TrainConfig, SizesInBytes) {
+  EXPECT_EQ(gr::parse_bytes("1024", "--x"), 1024);
+  EXPECT_EQ(gr::parse_bytes("512M", "--x"), int64_t{512} << 20);
+  EXPECT_EQ(gr::parse_bytes("2G", "--x"), int64_t{2} << 30);
+  EXPECT_EQ(gr::parse_bytes("1.5GiB", "--x"), int64_t{3} << 29);
+  EXPECT_EQ(gr::parse_bytes("64kb", "--x"), 64 << 10);
+  EXPECT_NE(error_of([] { gr::parse_bytes("12X", "--chunk-memory"); }).find("--chunk-memory takes a size"),
+            std::string::npos);
+  EXPECT_NE(error_of([] { gr::parse_bytes("-5M", "--x"); }).find("takes a size"), std::string::npos);
+}
+
+namespace {
+
+std::string settings_error(const std::function<void()>& fn) {
+  try {
+    fn();
+  } catch (const gr::SettingsError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+}  // namespace
+
+TEST(TrainConfig, TableDeclaresEverySettingOnceWithHelp) {
+  std::set<std::string> keys, flags;
+  for (const auto& s : gr::train_settings().settings()) {
+    EXPECT_TRUE(keys.insert(s.key).second) << s.key;
+    if (!s.flag.empty()) EXPECT_TRUE(flags.insert(s.flag).second) << s.flag;
+    for (const auto& old : s.old_flags) EXPECT_TRUE(flags.insert(old).second) << old;
+    EXPECT_FALSE(s.help.empty()) << s.key;
+  }
+  // config.json holds every key, and reads back to the same settings.
+  gr::TrainConfig c;
+  c.batch_size = 77;
+  c.chunk_memory = 12345;
+  c.mode = "accumulate";
+  const nlohmann::json j = c;
+  EXPECT_EQ(j.size(), keys.size());
+  EXPECT_EQ(j.get<gr::TrainConfig>().batch_size, 77);
+  EXPECT_EQ(nlohmann::json(j.get<gr::TrainConfig>()), j);
+}
+
+TEST(TrainConfig, FlagsOverrideTheFileWhichOverridesTheDefaults) {
+  const auto file = nlohmann::json{{"batch_size", 128}, {"chunk_size", 16}, {"lr", 0.5}};
+  const auto c = gr::build_train_config(file, {{"chunk_size", "32"}, {"untie", "true"}, {"retain_memory", "1K"}});
+  EXPECT_EQ(c.batch_size, 128);  // file
+  EXPECT_EQ(c.chunk_size, 32);   // flag over file
+  EXPECT_DOUBLE_EQ(c.lr, 0.5);
+  EXPECT_TRUE(c.untie);
+  EXPECT_EQ(c.retain_memory, 1024);
+  EXPECT_EQ(c.steps, gr::TrainConfig{}.steps);  // default
+
+  // --quick changes the defaults only.
+  const auto q = gr::build_train_config(nlohmann::json{{"batch_size", 64}}, {{"quick", "true"}, {"dim", "32"}});
+  EXPECT_TRUE(q.quick);
+  EXPECT_EQ(q.batch_size, 64);
+  EXPECT_EQ(q.dim, 32);
+  EXPECT_EQ(q.steps, gr::quick_defaults().steps);
+  EXPECT_EQ(q.layers, gr::quick_defaults().layers);
+
+  const auto a = gr::build_train_config(nlohmann::json::object(), {{"chunk_size", "auto"}, {"chunk_memory", "2G"}});
+  EXPECT_TRUE(a.chunk_size_auto);
+  EXPECT_EQ(a.chunk_memory, int64_t{2} << 30);
+  EXPECT_NO_THROW(gr::validate(a));
+}
+
+TEST(TrainConfig, ErrorsNameTheFlagOrKey) {
+  const auto none = nlohmann::json::object();
+  EXPECT_NE(settings_error([&] { gr::build_train_config(none, {{"batch_size", "abc"}}); })
+                .find("--batch-size expects an integer, got 'abc'"),
+            std::string::npos);
+  EXPECT_NE(settings_error([&] { gr::build_train_config(none, {{"normalize", "maybe"}}); }).find("--normalize"),
+            std::string::npos);
+  EXPECT_NE(settings_error([&] { gr::build_train_config(none, {{"chunk_memory", "lots"}}); }).find("--chunk-memory"),
+            std::string::npos);
+  EXPECT_NE(settings_error([&] { gr::build_train_config({{"batch_sise", 1}}, {}); }).find("unknown setting \"batch_sise\""),
+            std::string::npos);
+  EXPECT_NE(settings_error([&] { gr::build_train_config({{"batch_size", "big"}}, {}); }).find("\"batch_size\" has the wrong type"),
+            std::string::npos);
+  gr::TrainConfig c;
+  c.warmup = 1.5;
+  EXPECT_NE(settings_error([&] { gr::validate(c); }).find("--warmup must be in [0, 1), got 1.5"), std::string::npos);
+  c = gr::TrainConfig{};
+  c.chunk_size_auto = true;
+  EXPECT_NE(settings_error([&] { gr::validate(c); }).find("--chunk-size auto needs --chunk-memory"), std::string::npos);
+  c = gr::TrainConfig{};
+  c.sub_batch_size = 0;
+  EXPECT_NE(settings_error([&] { gr::validate(c); }).find("--sub-batch-size must be positive, got 0"), std::string::npos);
+}
+
+TEST(TrainConfig, FormerKeysOfSavedConfigsStillLoad) {
+  // A config.json of the version before: max_steps, memory_budget, and accumulate's
+  // sub-batches were chunk_size queries.
+  nlohmann::json saved = gr::TrainConfig{};
+  saved.erase("steps");
+  saved.erase("chunk_memory");
+  saved.erase("sub_batch_size");
+  saved["max_steps"] = 12;
+  saved["memory_budget"] = 1 << 20;
+  saved["mode"] = "accumulate";
+  saved["chunk_size"] = 8;
+  std::vector<std::string> notices;
+  const auto c = gr::read_saved_config(saved, &notices);
+  EXPECT_EQ(c.steps, 12);
+  EXPECT_EQ(c.chunk_memory, 1 << 20);
+  EXPECT_EQ(c.sub_batch_size, 8);
+  ASSERT_EQ(notices.size(), 3u);
+  EXPECT_NE(notices[0].find("\"max_steps\" is now \"steps\""), std::string::npos);
+
+  saved["mode"] = "cache";  // sub_batch_size does not matter: the default
+  EXPECT_EQ(gr::read_saved_config(saved).sub_batch_size, gr::TrainConfig{}.sub_batch_size);
+}
+
+TEST(TrainConfig, ResumeAndDistributedInvariantsComeFromTheTable) {
+  const auto resume = gr::resume_invariant(gr::TrainConfig{});
+  for (const char* free : {"output", "save_every", "log_every", "metrics_out", "eval", "eval_baseline",
+                           "eval_batch_size", "threads", "blas_threads", "retain_chunks", "retain_memory"}) {
+    EXPECT_FALSE(resume.contains(free)) << free;
+  }
+  for (const char* kept : {"batch_size", "chunk_size", "sub_batch_size", "seed", "steps", "mode", "precision"}) {
+    EXPECT_TRUE(resume.contains(kept)) << kept;
+  }
+  const auto ranks = gr::distributed_invariant(gr::TrainConfig{});
+  for (const char* local : {"chunk_size", "passage_chunk_size", "chunk_size_auto", "chunk_memory", "chunk_tokens",
+                            "retain_chunks", "retain_memory", "threads", "blas_threads", "eval_batch_size"}) {
+    EXPECT_FALSE(ranks.contains(local)) << local;
+  }
+  EXPECT_TRUE(ranks.contains("sub_batch_size"));  // it decides the loss
+  EXPECT_TRUE(ranks.contains("batch_size"));
+
+  gr::TrainConfig saved, requested;
+  saved.batch_size = 16;
+  requested.output = "elsewhere";
+  requested.batch_size = 99;
+  const auto resumed = gr::resumed_config(saved, requested);
+  EXPECT_EQ(resumed.output, "elsewhere");
+  EXPECT_EQ(resumed.batch_size, 16);
+}
+
+TEST(EvalSettings, FlagsAndChecksComeFromTheirTable) {
+  const auto& table = gr::eval_settings();
+  auto s = table.build(gr::EvalSettings{}, nlohmann::json::object(),
+                       {{"checkpoint", "runs/x"}, {"top_k", "10"}, {"quick", "true"}});
+  EXPECT_EQ(s.checkpoint, "runs/x");
+  EXPECT_EQ(s.top_k, 10);
+  EXPECT_TRUE(s.quick);
+  EXPECT_EQ(s.batch_size, 512);  // default
+  EXPECT_NO_THROW(table.validate(s));
+  s.corpus = "corpus.tsv";
+  EXPECT_NE(settings_error([&] { table.validate(s); }).find("--corpus, --queries and --qrels go together"),
+            std::string::npos);
+  s = gr::EvalSettings{};
+  s.split = "train";
+  EXPECT_NE(settings_error([&] { table.validate(s); }).find("--split must be test or dev, got \"train\""),
+            std::string::npos);
+  EXPECT_TRUE(table.find("checkpoint")->is_required);
+}

@@ -1,0 +1,106 @@
+// Shared by the retriever's training tests: scratch directories, a tiny retrieval task and
+// the settings of a run on it that takes a second.
+#pragma once
+
+#include "retriever/checkpoint.h"
+#include "retriever/trainer.h"
+
+#include <gtest/gtest.h>
+#include <torch/torch.h>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+#include <unistd.h>
+
+namespace train_test {
+namespace fs = std::filesystem;
+namespace gr = gradcache::retriever;
+
+// A scratch directory removed at the end of the test.
+struct TempDir {
+  fs::path path;
+  TempDir() {
+    path = fs::temp_directory_path() / ("gradcache_test_" + std::to_string(::getpid()) + "_" +
+                                        ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::remove_all(path);
+    fs::create_directories(path);
+  }
+  ~TempDir() { fs::remove_all(path); }
+  std::string operator/(const std::string& name) const { return (path / name).string(); }
+};
+
+inline void write(const std::string& path, const std::string& text) { std::ofstream(path) << text; }
+
+// A tiny retrieval task: each query names an animal and a colour; its passage says the same
+// in other words. Written as TSV training pairs and an evaluation set.
+inline void write_task(const TempDir& dir, int pairs = 96) {
+  const char* animals[] = {"cat", "dog", "fox", "owl", "eel", "bee", "elk", "yak", "ram", "hen", "cod", "ant"};
+  const char* colours[] = {"red", "blue", "green", "black", "white", "pink", "grey", "gold"};
+  std::ostringstream train, corpus, queries, qrels;
+  for (int i = 0; i < pairs; ++i) {
+    const std::string a = animals[i % 12], c = colours[(i / 12) % 8];
+    const std::string q = "which " + a + " is " + c + " number " + std::to_string(i % 5);
+    const std::string p = "the " + c + " " + a + " lives here " + std::to_string(i % 5);
+    train << q << "\t" << p << "\n";
+    corpus << "d" << i << "\t" << p << "\n";
+    queries << "q" << i << "\t" << q << "\n";
+    qrels << "q" << i << " 0 d" << i << " 1\n";
+  }
+  write(dir / "train.tsv", train.str());
+  write(dir / "corpus.tsv", corpus.str());
+  write(dir / "queries.tsv", queries.str());
+  write(dir / "qrels.txt", qrels.str());
+}
+
+inline gr::TrainConfig tiny_config(const TempDir& dir) {
+  gr::TrainConfig c;
+  c.train_file = dir / "train.tsv";
+  c.eval_corpus = dir / "corpus.tsv";
+  c.eval_queries = dir / "queries.tsv";
+  c.eval_qrels = dir / "qrels.txt";
+  c.vocab_size = 40;
+  c.dim = 16;
+  c.heads = 2;
+  c.layers = 1;
+  c.ffn_dim = 32;
+  c.batch_size = 32;
+  c.chunk_size = 8;
+  c.sub_batch_size = 8;
+  c.steps = 6;
+  c.lr = 5e-3;
+  c.log_every = 2;
+  c.output = dir / "run";
+  return c;
+}
+
+inline gr::TrainOptions quiet() {
+  static std::ostringstream sink;
+  gr::TrainOptions o;
+  o.log = &sink;
+  return o;
+}
+
+inline std::vector<torch::Tensor> weights(const std::string& checkpoint) {
+  auto info = gr::read_checkpoint_info(checkpoint);
+  auto model = gr::load_model(checkpoint, info);
+  std::vector<torch::Tensor> out;
+  for (auto& [name, t] : model.named_state()) out.push_back(t.clone());
+  return out;
+}
+
+template <class Fn>
+std::string error_of(Fn&& fn) {
+  try {
+    fn();
+  } catch (const c10::Error& e) {
+    return e.what_without_backtrace();
+  } catch (const std::exception& e) {
+    return e.what();
+  }
+  return "";
+}
+
+}  // namespace train_test

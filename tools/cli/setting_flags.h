@@ -1,0 +1,69 @@
+// The command-line flags of a settings table (retriever/settings.h) on a CLI11 command. The
+// flags only collect text; the command's action builds the settings from it (defaults <
+// config file < flags given), so a bad value is reported there, naming its flag.
+#pragma once
+
+#include "retriever/settings.h"
+
+#include <CLI/CLI.hpp>
+
+#include <map>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace gradcache {
+namespace cli {
+
+/// What the flags of a table received.
+struct GivenFlags {
+  std::vector<std::pair<std::string, std::string>> values;  ///< (setting key, text), in order given
+  std::vector<std::string> notices;                         ///< former flags used, one line each
+};
+
+/// Adds a flag for every setting of `table` that has one (and its former flags, hidden), in
+/// help sections by group, with the default from `defaults`.
+template <class Config>
+std::shared_ptr<GivenFlags> add_setting_flags(CLI::App& command, const retriever::SettingsTable<Config>& table,
+                                              const Config& defaults) {
+  auto given = std::make_shared<GivenFlags>();
+  std::map<std::string, CLI::Option_group*> groups;
+  auto group_of = [&](const std::string& name) -> CLI::Option_group* {
+    auto& group = groups[name];
+    if (!group) group = command.add_option_group(name.empty() ? "Settings" : name);
+    return group;
+  };
+  for (const auto& s : table.settings()) {
+    if (s.flag.empty()) continue;
+    const std::string key = s.key;
+    CLI::Option_group* group = group_of(s.group);
+    if (s.is_switch) {
+      group->add_flag_callback(s.flag, [given, key] { given->values.emplace_back(key, "true"); }, s.help);
+      continue;
+    }
+    const nlohmann::json value = s.get(defaults);
+    group
+        ->add_option_function<std::string>(
+            s.flag, [given, key](const std::string& text) { given->values.emplace_back(key, text); }, s.help)
+        ->type_name(s.value_hint)
+        ->default_str(value.is_string() ? value.get<std::string>() : value.dump())
+        ->required(s.is_required);
+    for (const auto& old : s.old_flags) {
+      const std::string notice = old + " is now " + s.flag;
+      command
+          .add_option_function<std::string>(
+              old,
+              [given, key, notice](const std::string& text) {
+                given->values.emplace_back(key, text);
+                given->notices.push_back(notice);
+              },
+              "Former name of " + s.flag)
+          ->group("");  // hidden from --help
+    }
+  }
+  return given;
+}
+
+}  // namespace cli
+}  // namespace gradcache
