@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <csignal>
 #include <future>
 
 namespace gcbench {
@@ -62,9 +63,13 @@ Json measure_distributed_point(const DistributedPointSettings& s) {
   std::unique_ptr<gradcache::distributed::ProcessGroup> group;
   if (s.world > 1) {
     namespace gd = gradcache::distributed;
-    group = std::make_unique<gd::ProcessGroup>(gd::ProcessGroup::create(
-        static_cast<int>(s.rank), static_cast<int>(s.world), "127.0.0.1", static_cast<int>(s.port),
-        gd::ProcessGroupOptions().timeout(std::chrono::seconds(120))));
+    gd::Rendezvous rendezvous;
+    rendezvous.rank = static_cast<int>(s.rank);
+    rendezvous.world_size = static_cast<int>(s.world);
+    rendezvous.port = static_cast<int>(s.port);
+    std::signal(SIGPIPE, SIG_IGN);  // a dead peer is an error message, not a silent death
+    group = std::make_unique<gd::ProcessGroup>(
+        gd::ProcessGroup::create(rendezvous, gd::ProcessGroupOptions().timeout(std::chrono::seconds(120))));
     auto dist = std::make_unique<gd::DistributedGradCache>(*group, w.models(), s.chunk, w.loss(), w.cache_options());
     bytes_reduced = [d = dist.get()] { return d->bytes_reduced(); };
     cache = std::move(dist);

@@ -50,6 +50,10 @@ void install_signal_handlers() {
   sigemptyset(&action.sa_mask);
   sigaction(SIGINT, &action, nullptr);
   sigaction(SIGTERM, &action, nullptr);
+  // A write to a socket whose peer has died (another rank of a distributed run) must fail
+  // with an error the program reports, not kill the process without a word, as SIGPIPE's
+  // default action does. Python ignores it too; the gradcache library leaves it to programs.
+  std::signal(SIGPIPE, SIG_IGN);
 }
 
 }  // namespace

@@ -5,6 +5,7 @@
 #include "setting_flags.h"
 
 #include "retriever/files.h"
+#include "retriever/torchrun.h"
 #include "retriever/trainer.h"
 
 #include <unistd.h>
@@ -57,8 +58,9 @@ TrainConfig config_from(const RunFlags& flags, const GivenFlags& given) {
 
 // Started by torchrun: the group of its processes.
 std::shared_ptr<distributed::ProcessGroup> torchrun_group(const RunFlags& flags, const TrainConfig& c) {
-  if (!distributed::ProcessGroup::in_environment()) return nullptr;
-  return std::make_shared<distributed::ProcessGroup>(distributed::ProcessGroup::from_environment(
+  if (!retriever::started_by_torchrun()) return nullptr;
+  return std::make_shared<distributed::ProcessGroup>(distributed::ProcessGroup::create(
+      retriever::torchrun_rendezvous(),
       distributed::ProcessGroupOptions()
           .timeout(std::chrono::milliseconds(static_cast<int64_t>(flags.dist_timeout * 1000)))
           .device(c10::Device(c.device))));
