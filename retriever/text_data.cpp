@@ -149,7 +149,9 @@ json parse_json_object(const std::string& line) {
   json value;
   try {
     value = json::parse(line);
-  } catch (const json::parse_error& e) {
+  } catch (const json::exception& e) {
+    // Not only parse_error: a number too large for a double ("1e99999") is out_of_range.406,
+    // and it must be a bad line like any other, not an exception that ends the program.
     // nlohmann's message reads "[json.exception.parse_error.101] parse error at line 1, column 5:
     // ..."; the tag and the JSON-internal line number mean nothing to the user.
     std::string message = e.what();
@@ -168,6 +170,8 @@ json parse_json_object(const std::string& line) {
         message.replace(at, end + 1 - at, "last read: " + shown(token));
       }
     }
+    constexpr size_t kMaxMessage = 300;  // a number token is quoted whole, however long
+    if (message.size() > kMaxMessage) message = std::string(cut(message, kMaxMessage)) + "...";
     throw BadLine{"malformed JSON: " + printable(message)};
   }
   if (!value.is_object())

@@ -74,7 +74,7 @@ for target in $targets; do
   else
     result="FAILED (see $log and $build/artifacts/)"
     status=1
-    grep -E "ERROR: |contract violated|==ERROR|SUMMARY" "$log" | head -5 >&2 || true
+    grep -a -E "ERROR: |contract violated|terminate called|what\(\)|SUMMARY" "$log" | head -5 >&2 || true
   fi
   runs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -1)
   rate=$(sed -n 's/^stat::average_exec_per_sec: *//p' "$log" | tail -1)
