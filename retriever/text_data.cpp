@@ -164,7 +164,8 @@ json parse_json_object(const std::string& line) {
       const size_t begin = at + tag.size();
       // The message ends "'" or "'; expected ..." after the token.
       size_t end = message.rfind("'; expected ");
-      if ((end == std::string::npos || end < begin) && message.back() == '\'') end = message.size() - 1;
+      if ((end == std::string::npos || end < begin) && !message.empty() && message.back() == '\'')
+        end = message.size() - 1;
       if (end != std::string::npos && end >= begin) {
         const std::string token = message.substr(begin, end - begin);
         message.replace(at, end + 1 - at, "last read: " + shown(token));

@@ -106,7 +106,8 @@ TEST_F(ReaderFuzzFindings, NumberOverflowIsABadLine) {
   EXPECT_EQ(examples[0].query, "q2");
   EXPECT_EQ(stats.skipped, 1u);
 
-  const std::string corpus = write("corpus.jsonl", "{\"id\": 55e55555, \"text\": \"t\"}\n{\"id\": \"d\", \"text\": \"t\"}\n");
+  const std::string corpus =
+      write("corpus.jsonl", "{\"id\": 55e55555, \"text\": \"t\"}\n{\"id\": \"d\", \"text\": \"t\"}\n");
   EXPECT_NE(error_of([&] { read_collection(corpus); }).find("corpus.jsonl:1: malformed JSON"), std::string::npos);
   EXPECT_EQ(read_collection(corpus, OnBadLine::Skip).size(), 1u);
 
