@@ -36,6 +36,7 @@ if [ -z "$CXX" ] || ! "$CXX" --version 2>/dev/null | grep -qi clang; then
   exit 2
 fi
 
+# shellcheck disable=SC2054  # the commas belong to -fsanitize's list
 flags=(-std=c++17 -g -O1 -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=undefined
        -I"$root")
 mkdir -p "$build/obj" "$build/artifacts"
@@ -79,7 +80,7 @@ for target in $targets; do
   runs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -1)
   rate=$(sed -n 's/^stat::average_exec_per_sec: *//p' "$log" | tail -1)
   coverage=$(grep -oE 'cov: [0-9]+' "$log" | tail -1 || true)
-  summary+=("fuzz_$target: $result; ${runs:-?} runs, ${rate:-?} exec/s, ${coverage:-cov: ?}, corpus $(ls "$corpus" | wc -l) files")
+  summary+=("fuzz_$target: $result; ${runs:-?} runs, ${rate:-?} exec/s, ${coverage:-cov: ?}, corpus $(find "$corpus" -type f | wc -l) files")
 done
 
 echo "== summary"
