@@ -54,11 +54,38 @@ std::vector<std::string_view> split_whitespace(std::string_view s) {
   return parts;
 }
 
+// Text for a message: valid UTF-8 whatever the input, each stray byte written as "\xNN". Messages
+// are printed and may be put in JSON reports, which need valid UTF-8.
+std::string printable(std::string_view s) {
+  std::string out;
+  while (!s.empty()) {
+    const std::optional<size_t> bad = find_invalid_utf8(s);
+    if (!bad) {
+      out += s;
+      break;
+    }
+    static const char kHex[] = "0123456789ABCDEF";
+    const auto byte = static_cast<unsigned char>(s[*bad]);
+    out += s.substr(0, *bad);
+    out += {'\\', 'x', kHex[byte >> 4], kHex[byte & 15]};
+    s.remove_prefix(*bad + 1);
+  }
+  return out;
+}
+
+// The first `limit` bytes of `s` or fewer: a cut never splits a UTF-8 sequence.
+std::string_view cut(std::string_view s, size_t limit) {
+  if (s.size() <= limit) return s;
+  size_t end = limit;
+  while (end > 0 && (static_cast<unsigned char>(s[end]) & 0xC0) == 0x80) --end;
+  return s.substr(0, end);
+}
+
 // Quotes a value for a message, shortened so that a huge field does not flood the terminal.
 std::string shown(std::string_view s) {
   constexpr size_t kMax = 60;
-  if (s.size() <= kMax) return "'" + std::string(s) + "'";
-  return "'" + std::string(s.substr(0, kMax)) + "...'";
+  if (s.size() <= kMax) return "'" + printable(s) + "'";
+  return "'" + printable(cut(s, kMax)) + "...'";
 }
 
 enum class Format { Jsonl, Tsv };
@@ -122,13 +149,31 @@ json parse_json_object(const std::string& line) {
   json value;
   try {
     value = json::parse(line);
-  } catch (const json::parse_error& e) {
+  } catch (const json::exception& e) {
+    // Not only parse_error: a number too large for a double ("1e99999") is out_of_range.406,
+    // and it must be a bad line like any other, not an exception that ends the program.
     // nlohmann's message reads "[json.exception.parse_error.101] parse error at line 1, column 5:
     // ..."; the tag and the JSON-internal line number mean nothing to the user.
     std::string message = e.what();
     if (const size_t tag_end = message.find("] "); tag_end != std::string::npos) message.erase(0, tag_end + 2);
     if (const size_t at = message.find("line 1, column"); at != std::string::npos) message.replace(at, 14, "column");
-    throw BadLine{"malformed JSON: " + message};
+    // "last read: '<token>'" quotes the token being read, which can be a whole (long) string, or
+    // part of a UTF-8 sequence when the error is at a non-ASCII byte outside a string.
+    const std::string_view tag = "last read: '";
+    if (const size_t at = message.find(tag); at != std::string::npos) {
+      const size_t begin = at + tag.size();
+      // The message ends "'" or "'; expected ..." after the token.
+      size_t end = message.rfind("'; expected ");
+      if ((end == std::string::npos || end < begin) && !message.empty() && message.back() == '\'')
+        end = message.size() - 1;
+      if (end != std::string::npos && end >= begin) {
+        const std::string token = message.substr(begin, end - begin);
+        message.replace(at, end + 1 - at, "last read: " + shown(token));
+      }
+    }
+    constexpr size_t kMaxMessage = 300;  // a number token is quoted whole, however long
+    if (message.size() > kMaxMessage) message = std::string(cut(message, kMaxMessage)) + "...";
+    throw BadLine{"malformed JSON: " + printable(message)};
   }
   if (!value.is_object())
     throw BadLine{std::string("expected one JSON object per line (JSONL), got a JSON ") + value.type_name()};

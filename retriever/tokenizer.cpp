@@ -1,37 +1,54 @@
 #include "retriever/tokenizer.h"
 
-// Only for sizes and ABI checks: no sentencepiece function is referenced at link time.
-#include <sentencepiece_processor.h>
-
 #include <dlfcn.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cctype>
+#include <cerrno>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
-#include <new>
 #include <sstream>
 #include <stdexcept>
 #include <string>
 #include <system_error>
 #include <type_traits>
-#include <unordered_map>
 #include <utility>
+#include <vector>
 
-// Why sentencepiece is loaded with dlopen rather than linked
-// -----------------------------------------------------------
+// How sentencepiece is loaded, and why
+// ------------------------------------
 // Debian's libsentencepiece.so.0 contains its own copy of protobuf-lite (3.14) and exports its
 // symbols; LibTorch pulls in the system libprotobuf.so.32 (3.21) through libonnx_proto. In one
-// program the two copies interpose: with sentencepiece first, libprotobuf's start-up code runs
-// sentencepiece's protobuf functions and crashes (SIGSEGV in ReflectionOps::FindInitialization-
-// Errors before main); with libprotobuf first, sentencepiece fails protobuf's version check. So
-// sentencepiece is opened with RTLD_LOCAL (its symbols stay out of the global scope, LibTorch
-// keeps its protobuf) and RTLD_DEEPBIND (it resolves its own symbols first, keeping its
-// protobuf), and its C++ entry points are called through dlsym. This relies on the Itanium C++
-// ABI (a member function is a function taking `this` first; a class with a non-trivial
-// destructor is returned through a hidden pointer) and on the 0.1.9x symbol names below; a
-// missing symbol is reported when the library is loaded. Programs must not link -lsentencepiece
-// (then the clash happens before main), and RTLD_DEEPBIND does not work under AddressSanitizer.
+// symbol scope the two copies interpose: with sentencepiece first, libprotobuf's start-up code
+// runs sentencepiece's protobuf functions and crashes (SIGSEGV in ReflectionOps::Find-
+// InitializationErrors before main); with libprotobuf first, sentencepiece fails protobuf's
+// version check ("compiled against 3.14.0 ... not compatible with the installed version
+// 3.21.12"), which is what happens if the library is dlopen'ed RTLD_LOCAL after LibTorch.
+//
+// sentencepiece used to be dlopen'ed with RTLD_DEEPBIND (it resolves its own symbols first).
+// That had two faults: AddressSanitizer refuses RTLD_DEEPBIND, and any sentencepiece log line
+// crashed the program (status 139, nothing printed; e.g. its warning about a training text
+// longer than max_sentence_length): the executable holds copy-relocated std::cerr, and a
+// DEEPBIND library binds to libstdc++'s own, never initialised, copy.
+//
+// Now a small shim (sentencepiece_shim.cpp: a plain C interface, linked normally against
+// libsentencepiece and libsentencepiece_train) is carried inside the program as bytes, written
+// to an anonymous memory file and loaded with dlmopen(LM_ID_NEWLM): a link-map namespace of its
+// own, where sentencepiece, its protobuf, and its own libstdc++ and libc see no LibTorch at all.
+// Because that namespace has its own heap and C++ runtime, only C types cross the boundary (the
+// shim copies results out through callbacks) and exceptions are caught inside the shim. The
+// shim also captures sentencepiece's std::cerr, so nothing it logs reaches the terminal. This
+// works under AddressSanitizer (the shim is not instrumented; nothing of the sanitizer runtime
+// is needed in its namespace) and costs one dlmopen per process. Programs must still not link
+// -lsentencepiece (then the clash happens before main).
+
+// The shim's bytes (generated from the gradcache_sentencepiece_shim target, see
+// cmake/embed_binary.cmake).
+extern const unsigned char gradcache_sentencepiece_shim[];
+extern const std::size_t gradcache_sentencepiece_shim_size;
 
 namespace gradcache::retriever {
 namespace {
@@ -39,138 +56,96 @@ namespace {
 namespace fs = std::filesystem;
 
 // ---------------------------------------------------------------------------------------------
-// sentencepiece through dlopen
+// sentencepiece through the shim
 
-const char* const kProcessorLibrary = "libsentencepiece.so.0";
-const char* const kTrainerLibrary = "libsentencepiece_train.so.0";
-
-/// The ABI image of sentencepiece::util::Status: one pointer, null when OK. The user-provided
-/// destructor makes it non-trivial for calls, so like the real class it is returned through a
-/// hidden pointer.
-class RawStatus {
- public:
-  RawStatus() = default;
-  RawStatus(const RawStatus&) = delete;
-  RawStatus& operator=(const RawStatus&) = delete;
-  ~RawStatus();
-  bool ok() const { return rep_ == nullptr; }
-  std::string message() const;
-
- private:
-  void* rep_ = nullptr;
-};
-static_assert(sizeof(RawStatus) == sizeof(sentencepiece::util::Status), "sentencepiece::util::Status changed");
-
-/// Same virtual functions, in the same order, as sentencepiece::SentenceIterator (so the same
-/// vtable layout): the trainer calls them. Feeds the chosen texts straight from memory.
-class TextIterator {
- public:
-  TextIterator(const std::vector<std::string>& texts, const std::vector<size_t>& order)
-      : texts_(texts), order_(order) {}
-  virtual ~TextIterator() = default;
-  virtual bool done() const { return position_ >= order_.size(); }
-  virtual void Next() { ++position_; }
-  virtual const std::string& value() const { return texts_[order_[position_]]; }
-  virtual RawStatus status() const { return {}; }
-
- private:
-  const std::vector<std::string>& texts_;
-  const std::vector<size_t>& order_;
-  size_t position_ = 0;
-};
-
-void* open_library(const char* name) {
-  void* handle = dlopen(name, RTLD_NOW | RTLD_LOCAL | RTLD_DEEPBIND);
-  if (handle == nullptr) {
-    const char* reason = dlerror();
-    throw std::runtime_error(std::string("cannot load the sentencepiece library ") + name + " (" +
-                             (reason ? reason : "unknown error") +
-                             "): install it (Debian/Ubuntu: apt-get install libsentencepiece0)");
-  }
-  return handle;
+extern "C" {
+typedef void (*Sink)(void* context, const void* data, size_t size);
 }
 
-template <typename Function>
-Function find_symbol(void* handle, const char* library, const char* name) {
-  void* address = dlsym(handle, name);
-  if (address == nullptr) {
-    throw std::runtime_error(std::string("the sentencepiece library ") + library + " has no symbol " + name +
-                             ": this tokenizer needs sentencepiece 0.1.9x (the libsentencepiece0 package of "
-                             "Debian 12 / Ubuntu 22.04-24.04)");
-  }
-  return reinterpret_cast<Function>(address);
+/// Appends what the shim hands over to a std::string of ours (the sink for bytes and messages).
+extern "C" void append_to_string(void* context, const void* data, size_t size) {
+  static_cast<std::string*>(context)->append(static_cast<const char*>(data), size);
 }
 
-/// The entry points of libsentencepiece.so.0 that we use. Member functions take the object first.
-struct ProcessorApi {
-  void (*construct)(void* self);
-  void (*destroy)(void* self);
-  RawStatus (*load_from_serialized_proto)(void* self, std::string_view bytes);
-  RawStatus (*encode)(const void* self, std::string_view text, std::vector<int>* ids);
-  RawStatus (*decode)(const void* self, const std::vector<int>& ids, std::string* text);
-  int (*piece_size)(const void* self);
-  int (*pad_id)(const void* self);
-  int (*unk_id)(const void* self);
-  std::string (*serialized_model_proto)(const void* self);
-  std::string (*status_to_string)(const RawStatus* self);
-  void (*status_destroy)(RawStatus* self);
+/// Copies an array of int handed over by the shim into a std::vector<int> of ours.
+extern "C" void assign_ids(void* context, const void* data, size_t size) {
+  auto* ids = static_cast<std::vector<int>*>(context);
+  const auto* first = static_cast<const int*>(data);
+  ids->assign(first, first + size / sizeof(int));
+}
+
+/// The shim's entry points (sentencepiece_shim.cpp documents them).
+struct ShimApi {
+  int (*train)(const char* const* keys, const char* const* values, size_t settings_count, const char* const* texts,
+               const size_t* sizes, size_t text_count, Sink model, void* model_context, Sink error,
+               void* error_context);
+  void* (*load)(const char* bytes, size_t size, Sink error, void* error_context);
+  void (*free)(void* handle);
+  int (*encode)(const void* handle, const char* text, size_t size, Sink ids, void* ids_context, Sink error,
+                void* error_context);
+  int (*decode)(const void* handle, const int* ids, size_t count, Sink text, void* text_context, Sink error,
+                void* error_context);
+  int (*piece_size)(const void* handle);
+  int (*pad_id)(const void* handle);
+  int (*unk_id)(const void* handle);
+  int (*serialized)(const void* handle, Sink bytes, void* bytes_context, Sink error, void* error_context);
 
   /// Loaded on first use, then kept for the life of the process. Thread-safe.
-  static const ProcessorApi& get() {
-    static const ProcessorApi api = load();
+  static const ShimApi& get() {
+    static const ShimApi api = load_shim();
     return api;
   }
 
  private:
-  static ProcessorApi load() {
-    void* lib = open_library(kProcessorLibrary);
+  [[noreturn]] static void fail(const std::string& what) {
+    throw std::runtime_error("cannot load sentencepiece: " + what +
+                             "; the tokenizer needs libsentencepiece0 0.1.9x (Debian 12 / Ubuntu 22.04-24.04: "
+                             "apt-get install libsentencepiece0)");
+  }
+
+  static ShimApi load_shim() {
+    // An anonymous memory file holding the shim: nothing to install or find next to the program.
+    const int fd = memfd_create("gradcache-sentencepiece-shim", MFD_CLOEXEC);
+    if (fd < 0) fail(std::string("memfd_create failed (") + std::strerror(errno) + ")");
+    size_t written = 0;
+    while (written < gradcache_sentencepiece_shim_size) {
+      const ssize_t n = write(fd, gradcache_sentencepiece_shim + written, gradcache_sentencepiece_shim_size - written);
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) {
+        const int error = errno;
+        close(fd);
+        fail(std::string("cannot write the shim to a memory file (") + std::strerror(error) + ")");
+      }
+      written += static_cast<size_t>(n);
+    }
+    const std::string path = "/proc/self/fd/" + std::to_string(fd);
+    void* lib = dlmopen(LM_ID_NEWLM, path.c_str(), RTLD_NOW | RTLD_LOCAL);
+    close(fd);  // the mapping stays
+    if (lib == nullptr) {
+      const char* reason = dlerror();
+      fail(std::string("dlmopen of the shim failed (") + (reason ? reason : "unknown error") + ")");
+    }
     auto find = [lib](auto& function, const char* name) {
-      function = find_symbol<std::remove_reference_t<decltype(function)>>(lib, kProcessorLibrary, name);
+      void* address = dlsym(lib, name);
+      if (address == nullptr) fail(std::string("the shim has no symbol ") + name);
+      function = reinterpret_cast<std::remove_reference_t<decltype(function)>>(address);
     };
-    ProcessorApi api{};
-    find(api.construct, "_ZN13sentencepiece22SentencePieceProcessorC1Ev");
-    find(api.destroy, "_ZN13sentencepiece22SentencePieceProcessorD1Ev");
-    find(api.load_from_serialized_proto,
-         "_ZN13sentencepiece22SentencePieceProcessor23LoadFromSerializedProtoESt17basic_string_viewIcSt11char_"
-         "traitsIcEE");
-    find(api.encode,
-         "_ZNK13sentencepiece22SentencePieceProcessor6EncodeESt17basic_string_viewIcSt11char_traitsIcEEPSt6vector"
-         "IiSaIiEE");
-    find(api.decode,
-         "_ZNK13sentencepiece22SentencePieceProcessor6DecodeERKSt6vectorIiSaIiEEPNSt7__cxx1112basic_stringIcSt11"
-         "char_traitsIcESaIcEEE");
-    find(api.piece_size, "_ZNK13sentencepiece22SentencePieceProcessor12GetPieceSizeEv");
-    find(api.pad_id, "_ZNK13sentencepiece22SentencePieceProcessor6pad_idEv");
-    find(api.unk_id, "_ZNK13sentencepiece22SentencePieceProcessor6unk_idEv");
-    find(api.serialized_model_proto, "_ZNK13sentencepiece22SentencePieceProcessor22serialized_model_protoB5cxx11Ev");
-    find(api.status_to_string, "_ZNK13sentencepiece4util6Status8ToStringB5cxx11Ev");
-    find(api.status_destroy, "_ZN13sentencepiece4util6StatusD1Ev");
+    int (*version)() = nullptr;
+    find(version, "gcsp_version");
+    if (version() != 1) fail("the shim has interface version " + std::to_string(version()) + ", expected 1");
+    ShimApi api{};
+    find(api.train, "gcsp_train");
+    find(api.load, "gcsp_load");
+    find(api.free, "gcsp_free");
+    find(api.encode, "gcsp_encode");
+    find(api.decode, "gcsp_decode");
+    find(api.piece_size, "gcsp_piece_size");
+    find(api.pad_id, "gcsp_pad_id");
+    find(api.unk_id, "gcsp_unk_id");
+    find(api.serialized, "gcsp_serialized");
     return api;
   }
 };
-
-/// SentencePieceTrainer::Train(const unordered_map<string, string>& kwargs, SentenceIterator*,
-/// string* serialized_model_proto) from libsentencepiece_train.so.0.
-using TrainFunction = RawStatus (*)(const std::unordered_map<std::string, std::string>& settings,
-                                    TextIterator* sentences, std::string* model_bytes);
-
-TrainFunction trainer_entry_point() {
-  static const TrainFunction train = [] {
-    ProcessorApi::get();  // the trainer needs libsentencepiece.so.0 in the same private scope
-    void* lib = open_library(kTrainerLibrary);
-    return find_symbol<TrainFunction>(
-        lib, kTrainerLibrary,
-        "_ZN13sentencepiece20SentencePieceTrainer5TrainERKSt13unordered_mapINSt7__cxx1112basic_stringIcSt11char_"
-        "traitsIcESaIcEEES7_St4hashIS7_ESt8equal_toIS7_ESaISt4pairIKS7_S7_EEEPNS_16SentenceIteratorEPS7_");
-  }();
-  return train;
-}
-
-RawStatus::~RawStatus() {
-  if (rep_ != nullptr) ProcessorApi::get().status_destroy(this);
-}
-
-std::string RawStatus::message() const { return ok() ? "OK" : ProcessorApi::get().status_to_string(this); }
 
 // ---------------------------------------------------------------------------------------------
 // Training and loading
@@ -204,6 +179,18 @@ std::vector<size_t> choose_training_texts(const std::vector<std::string>& texts,
   order.resize(cap);
   std::sort(order.begin(), order.end());
   return order;
+}
+
+/// sentencepiece's default max_sentence_length: longer training texts are cut to it.
+constexpr size_t kMaxSentenceBytes = 4192;
+
+/// The length of the longest prefix of `text` of at most `limit` bytes that does not end inside
+/// a UTF-8 sequence (a cut never lands on a continuation byte 10xxxxxx).
+size_t utf8_prefix_length(std::string_view text, size_t limit) {
+  if (text.size() <= limit) return text.size();
+  size_t end = limit;
+  while (end > 0 && (static_cast<unsigned char>(text[end]) & 0xC0) == 0x80) --end;
+  return end;
 }
 
 /// Turns sentencepiece's vocabulary-size failures into errors that say what to change.
@@ -264,68 +251,60 @@ void write_file_atomically(const std::string& path, const std::string& bytes) {
 
 }  // namespace
 
-/// Owns one sentencepiece::SentencePieceProcessor, built and used through ProcessorApi.
+/// Owns one sentencepiece::SentencePieceProcessor in the shim's namespace.
 class Tokenizer::Model {
  public:
   /// Parses serialized model proto bytes; `source` names them in errors ("'path'", ...).
-  Model(const std::string& bytes, const std::string& source) : api_(ProcessorApi::get()) {
+  Model(const std::string& bytes, const std::string& source) : api_(ShimApi::get()) {
     if (bytes.empty()) {
       throw std::runtime_error("tokenizer model " + source +
                                " is empty: retrain the tokenizer or pass a valid .model file");
     }
-    processor_ = ::operator new(sizeof(sentencepiece::SentencePieceProcessor));
-    api_.construct(processor_);
-    try {
-      check_loaded(bytes, source);
-    } catch (...) {
-      release();  // the destructor does not run when the constructor throws
-      throw;
-    }
-  }
-  ~Model() { release(); }
-  Model(const Model&) = delete;
-  Model& operator=(const Model&) = delete;
-
-  std::vector<int> encode(std::string_view text) const {
-    std::vector<int> ids;
-    const RawStatus status = api_.encode(processor_, text, &ids);
-    if (!status.ok()) throw std::runtime_error("tokenizer: cannot encode text: " + status.message());
-    return ids;
-  }
-  std::string decode(const std::vector<int>& ids) const {
-    std::string text;
-    const RawStatus status = api_.decode(processor_, ids, &text);
-    if (!status.ok()) throw std::runtime_error("tokenizer: cannot decode ids: " + status.message());
-    return text;
-  }
-  int piece_size() const { return api_.piece_size(processor_); }
-  std::string serialized() const { return api_.serialized_model_proto(processor_); }
-
- private:
-  void check_loaded(const std::string& bytes, const std::string& source) {
-    const RawStatus status = api_.load_from_serialized_proto(processor_, bytes);
-    if (!status.ok()) {
-      throw std::runtime_error("tokenizer model " + source + " is not a valid sentencepiece model (" +
-                               status.message() + "); it may be truncated or another kind of file: retrain the "
+    std::string error;
+    processor_ = api_.load(bytes.data(), bytes.size(), append_to_string, &error);
+    if (processor_ == nullptr) {
+      throw std::runtime_error("tokenizer model " + source + " is not a valid sentencepiece model (" + error +
+                               "); it may be truncated or another kind of file: retrain the "
                                "tokenizer or pass the right .model file");
     }
     // Batching pads with id 0 and the encoders rely on it; a model trained elsewhere (sentencepiece's
     // defaults are unk=0, bos=1, eos=2) would silently mix padding with real tokens.
     const int pad = api_.pad_id(processor_), unknown = api_.unk_id(processor_);
     if (pad != Tokenizer::pad_id || unknown != Tokenizer::unk_id) {
+      api_.free(processor_);  // the destructor does not run when the constructor throws
       throw std::runtime_error("tokenizer model " + source + " has padding id " + std::to_string(pad) +
                                " and unknown id " + std::to_string(unknown) +
                                ", but 0 and 1 are required: use a tokenizer trained by this tool (pad_id=0, unk_id=1)");
     }
   }
-  void release() {
-    api_.destroy(processor_);
-    ::operator delete(processor_);
-    processor_ = nullptr;
+  ~Model() { api_.free(processor_); }
+  Model(const Model&) = delete;
+  Model& operator=(const Model&) = delete;
+
+  std::vector<int> encode(std::string_view text) const {
+    std::vector<int> ids;
+    std::string error;
+    if (!api_.encode(processor_, text.data(), text.size(), assign_ids, &ids, append_to_string, &error))
+      throw std::runtime_error("tokenizer: cannot encode text: " + error);
+    return ids;
+  }
+  std::string decode(const std::vector<int>& ids) const {
+    std::string text, error;
+    if (!api_.decode(processor_, ids.data(), ids.size(), append_to_string, &text, append_to_string, &error))
+      throw std::runtime_error("tokenizer: cannot decode ids: " + error);
+    return text;
+  }
+  int piece_size() const { return api_.piece_size(processor_); }
+  std::string serialized() const {
+    std::string bytes, error;
+    if (!api_.serialized(processor_, append_to_string, &bytes, append_to_string, &error))
+      throw std::runtime_error("tokenizer: cannot serialize the model: " + error);
+    return bytes;
   }
 
-  const ProcessorApi& api_;
-  void* processor_ = nullptr;  ///< a sentencepiece::SentencePieceProcessor
+ private:
+  const ShimApi& api_;
+  void* processor_ = nullptr;  ///< a sentencepiece::SentencePieceProcessor of the shim's namespace
 };
 
 Tokenizer::Tokenizer(std::shared_ptr<const Model> model) : model_(std::move(model)) {}
@@ -355,7 +334,7 @@ Tokenizer Tokenizer::train(const std::vector<std::string>& texts, const Tokenize
                                 " training texts are empty; check the training data");
   }
 
-  const std::unordered_map<std::string, std::string> settings = {
+  const std::vector<std::pair<std::string, std::string>> settings = {
       {"model_type", options.model_type},
       {"vocab_size", std::to_string(options.vocab_size)},
       {"num_threads", std::to_string(options.num_threads)},
@@ -369,15 +348,33 @@ Tokenizer Tokenizer::train(const std::vector<std::string>& texts, const Tokenize
       // The sample is already drawn (choose_training_texts); keep sentencepiece from redrawing.
       {"input_sentence_size", "0"},
       {"shuffle_input_sentence", "false"},
-      // Errors come back as a status; progress logging would flood the CLI's output.
+      // The texts are cut to this length above (sentencepiece would skip longer ones).
+      {"max_sentence_length", std::to_string(kMaxSentenceBytes)},
+      // Errors come back as a status, and the shim keeps whatever is logged off the terminal;
+      // below warnings there is only progress, which costs time to format.
       {"minloglevel", "1"},
   };
-  const TrainFunction train_model = trainer_entry_point();
-  TextIterator iterator(texts, order);
-  std::string model_bytes;
-  {
-    const RawStatus status = train_model(settings, &iterator, &model_bytes);
-    if (!status.ok()) throw_training_error(status.message(), options);
+  // Texts longer than max_sentence_length bytes are skipped by sentencepiece, so a long document
+  // would not be learned from at all: its first kMaxSentenceBytes bytes are used instead (cut on
+  // a character boundary, without copying).
+  std::vector<const char*> text_data;
+  std::vector<size_t> text_sizes;
+  text_data.reserve(order.size());
+  text_sizes.reserve(order.size());
+  for (const size_t i : order) {
+    text_data.push_back(texts[i].data());
+    text_sizes.push_back(utf8_prefix_length(texts[i], kMaxSentenceBytes));
+  }
+  std::vector<const char*> keys, values;
+  for (const auto& [key, value] : settings) {
+    keys.push_back(key.c_str());
+    values.push_back(value.c_str());
+  }
+  const ShimApi& api = ShimApi::get();
+  std::string model_bytes, error;
+  if (!api.train(keys.data(), values.data(), keys.size(), text_data.data(), text_sizes.data(), text_data.size(),
+                 append_to_string, &model_bytes, append_to_string, &error)) {
+    throw_training_error(error, options);
   }
   auto model = std::make_shared<const Model>(model_bytes, "(just trained)");
   write_file_atomically(model_path, model_bytes);

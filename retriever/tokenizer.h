@@ -27,15 +27,18 @@ struct TokenizerTrainOptions {
 /// Text is NFKC-normalised and lower-cased ("nmt_nfkc_cf"). Copies share the (immutable) model;
 /// encode() may be called from several threads at once.
 ///
-/// sentencepiece is loaded at run time (dlopen of libsentencepiece.so.0 and, for training,
-/// libsentencepiece_train.so.0) into a symbol scope of its own, because its bundled protobuf
-/// clashes with LibTorch's: programs using this class must NOT link -lsentencepiece (see
-/// tokenizer.cpp). A missing library is reported as std::runtime_error on first use.
+/// sentencepiece (libsentencepiece.so.0 and libsentencepiece_train.so.0) is loaded at run time
+/// into a link-map namespace of its own (dlmopen), because its bundled protobuf clashes with
+/// LibTorch's: programs using this class must NOT link -lsentencepiece (see tokenizer.cpp). A
+/// missing library is reported as std::runtime_error on first use. Nothing sentencepiece logs
+/// reaches the terminal. Works under AddressSanitizer.
 class Tokenizer {
  public:
   /// Trains on `texts` in memory and writes the model to `model_path` atomically (written to
   /// "<model_path>.tmp", then renamed; missing parent directories are created). Deterministic:
-  /// the same texts and options give the same model bytes. Empty texts are ignored.
+  /// the same texts and options give the same model bytes. Empty texts are ignored; a text
+  /// longer than 4192 bytes (sentencepiece's max_sentence_length) is trained on by its first
+  /// 4192 bytes or fewer (cut between characters). Encoding has no length limit.
   /// Throws std::invalid_argument for bad options, no usable text, or too few distinct pieces
   /// in the texts for options.vocab_size (the message suggests a smaller --vocab-size), and
   /// std::runtime_error if sentencepiece fails otherwise or the model cannot be written.

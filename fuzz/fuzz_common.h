@@ -1,0 +1,93 @@
+// Shared by the libFuzzer targets of the text readers (retriever/text_data.h). The readers take
+// a path, so each input is written to a scratch file with the extension that selects the format.
+//
+// Besides "no crash, no hang, no leak" (the sanitizers and libFuzzer check those), every target
+// checks the readers' documented contract on every input:
+// - the only exception is DataError (anything else escapes and is reported as a crash);
+// - a DataError's message and every skip reason are valid UTF-8 (they are shown to users, and
+//   programs put them in JSON reports);
+// - records are what the documentation promises (non-empty, trimmed texts; stats add up).
+#pragma once
+
+#include "retriever/text_data.h"
+
+#include <unistd.h>
+
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <string>
+#include <string_view>
+
+namespace fuzz {
+
+/// A scratch file per process and extension, in /dev/shm when there is one (no disk writes).
+inline const std::string& scratch_path(const std::string& extension) {
+  static std::string paths[8];
+  static std::string extensions[8];
+  for (int i = 0; i < 8; ++i) {
+    if (extensions[i] == extension) return paths[i];
+    if (extensions[i].empty()) {
+      const char* dir = access("/dev/shm", W_OK) == 0 ? "/dev/shm" : "/tmp";
+      extensions[i] = extension;
+      paths[i] = std::string(dir) + "/gradcache_fuzz_" + std::to_string(getpid()) + "_" + std::to_string(i) + extension;
+      return paths[i];
+    }
+  }
+  std::abort();
+}
+
+inline const std::string& write_input(const uint8_t* data, size_t size, const std::string& extension) {
+  const std::string& path = scratch_path(extension);
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  out.write(reinterpret_cast<const char*>(data), static_cast<std::streamsize>(size));
+  if (!out) std::abort();
+  return path;
+}
+
+/// Aborts (a libFuzzer crash, with the input saved) when `condition` is false.
+inline void check(bool condition, const char* what, std::string_view detail = {}) {
+  if (condition) return;
+  std::fprintf(stderr, "contract violated: %s: %.*s\n", what, static_cast<int>(detail.size()), detail.data());
+  std::abort();
+}
+
+inline void check_message(std::string_view message) {
+  check(!gradcache::retriever::find_invalid_utf8(message).has_value(), "message is not valid UTF-8", message);
+}
+
+inline void check_text(std::string_view text, const char* what) {
+  check(!text.empty(), what, "empty");
+  check(!gradcache::retriever::find_invalid_utf8(text).has_value(), what, "invalid UTF-8");
+  constexpr std::string_view kWhitespace = " \t\r\n\v\f";
+  check(kWhitespace.find(text.front()) == std::string_view::npos &&
+            kWhitespace.find(text.back()) == std::string_view::npos,
+        what, "not trimmed");
+}
+
+inline void check_stats(const gradcache::retriever::ReadStats& stats, gradcache::retriever::OnBadLine on_bad) {
+  check(stats.records + stats.skipped <= stats.lines, "records + skipped <= lines");
+  check(stats.skipped_examples.size() == std::min(stats.skipped, gradcache::retriever::ReadStats::kMaxSkippedExamples),
+        "skipped_examples size");
+  if (on_bad == gradcache::retriever::OnBadLine::Error) check(stats.skipped == 0, "no skips with OnBadLine::Error");
+  for (const std::string& reason : stats.skipped_examples) check_message(reason);
+}
+
+/// The first input byte picks the format (bit 0) and the bad-line policy (bit 1); the rest is
+/// the file.
+struct Choice {
+  bool jsonl;
+  gradcache::retriever::OnBadLine on_bad;
+  const uint8_t* data;
+  size_t size;
+};
+
+inline Choice choose(const uint8_t* data, size_t size) {
+  if (size == 0) return {true, gradcache::retriever::OnBadLine::Skip, data, 0};
+  return {(data[0] & 1) == 0,
+          (data[0] & 2) ? gradcache::retriever::OnBadLine::Error : gradcache::retriever::OnBadLine::Skip, data + 1,
+          size - 1};
+}
+
+}  // namespace fuzz
