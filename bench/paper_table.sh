@@ -16,7 +16,7 @@
 # What it runs, for seeds 1, 2, 3, with the same model, epochs, warm-up, temperature and
 # tokenizer (trained once, first, on the training texts):
 #   sequential   --mode full       --batch-size 32   --chunk-size 32   (no cache, batch 32)
-#   accumulation --mode accumulate --batch-size 512  --chunk-size 32   (16 sub-batches of 32,
+#   accumulation --mode accumulate --batch-size 512  --sub-batch-size 32   (16 sub-batches of 32,
 #                                                                       each sees only its own negatives)
 #   cache-512    --mode cache      --batch-size 512  --chunk-size 32
 #   cache-2048   --mode cache      --batch-size 2048 --chunk-size 32
@@ -101,7 +101,7 @@ for seed in "${SEEDS[@]}"; do
     dir="$out/$name-seed$seed"
     echo "paper_table: $(date +%H:%M:%S) $name seed $seed (mode $mode, batch $batch, chunk $chunk, lr $lr)"
     "$bin" train "${MODEL[@]}" "${common[@]}" "${budget[@]}" --tokenizer "$tokenizer" \
-      --mode "$mode" --batch-size "$batch" --chunk-size "$chunk" --lr "$lr" --seed "$seed" \
+      --mode "$mode" --batch-size "$batch" --chunk-size "$chunk" --sub-batch-size "$chunk" --lr "$lr" --seed "$seed" \
       --output "$dir" >"$dir.log" 2>&1 || { echo "paper_table: $name seed $seed failed; see $dir.log" >&2; exit 1; }
     grep -E "^trained:|^[0-9]+ steps of" "$dir.log" | sed 's/^/    /' || true
   done

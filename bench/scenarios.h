@@ -75,7 +75,7 @@ struct RetainSettings {
   int64_t batch = 256, chunk = 64;  ///< 4 chunks per model: r = 0, 1, 2, 3, 4
   std::vector<int64_t> retain;      ///< empty: 0..n for n <= 8, else 0, n/4, n/2, 3n/4, n
   int64_t reps = 5, warmup = 1;
-  double budget_fraction = 0.5;  ///< memory_budget as a fraction of the batch's activations
+  double budget_fraction = 0.5;  ///< retain_memory as a fraction of the batch's activations
   double limit = 1.10;           ///< at half the chunks retained
   void add_options(OptionTable& table);
 };

@@ -16,11 +16,12 @@ constexpr int64_t kVersion = 1;
 // Bytes travel as uint8 tensors: the archive's strings must be valid UTF-8.
 torch::Tensor to_tensor(const std::string& bytes) {
   auto t = torch::empty({static_cast<int64_t>(bytes.size())}, torch::kUInt8);
-  std::memcpy(t.data_ptr(), bytes.data(), bytes.size());
+  if (!bytes.empty()) std::memcpy(t.data_ptr(), bytes.data(), bytes.size());  // no data_ptr when empty
   return t;
 }
 std::string to_bytes(const torch::Tensor& t) {
   auto c = t.contiguous().to(torch::kCPU);
+  if (c.numel() == 0) return {};
   return std::string(static_cast<const char*>(c.data_ptr()), static_cast<size_t>(c.numel()));
 }
 

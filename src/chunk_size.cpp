@@ -37,9 +37,9 @@ int64_t measure_chunk(const Model& model, const ModelInput& sample, int64_t rows
 
 }  // namespace
 
-ChunkSizeProbe find_chunk_size(const Model& model, const ModelInput& sample, int64_t memory_budget,
+ChunkSizeProbe find_chunk_size(const Model& model, const ModelInput& sample, int64_t chunk_memory,
                                const GradCacheOptions& options) {
-  TORCH_CHECK(memory_budget > 0, "find_chunk_size: the memory budget must be positive, got ", memory_budget);
+  TORCH_CHECK(chunk_memory > 0, "find_chunk_size: chunk_memory (bytes one chunk may use) must be positive, got ", chunk_memory);
   std::vector<at::Tensor> params;
   for (auto& p : model.parameters()) {
     if (p.requires_grad()) params.push_back(p);
@@ -61,8 +61,8 @@ ChunkSizeProbe find_chunk_size(const Model& model, const ModelInput& sample, int
       large > small ? std::max(0.0, static_cast<double>(peak_large - peak_small) / (large - small))
                     : static_cast<double>(peak_small) / small;
   probe.fixed_bytes = std::max<int64_t>(0, peak_small - static_cast<int64_t>(probe.bytes_per_row * small));
-  TORCH_CHECK(peak_small <= memory_budget, "find_chunk_size: even ", small, " rows need ", peak_small,
-              " bytes, more than the budget of ", memory_budget, " bytes");
+  TORCH_CHECK(peak_small <= chunk_memory, "find_chunk_size: even ", small, " rows need ", peak_small,
+              " bytes, more than the budget of ", chunk_memory, " bytes");
 
   // A bracket search: `lo` fits (measured), `hi` does not (or is past the sample). Guesses
   // come from the straight line, then from the line through the last two measurements
@@ -70,12 +70,12 @@ ChunkSizeProbe find_chunk_size(const Model& model, const ModelInput& sample, int
   int64_t lo = small, hi = *total + 1, peak_lo = peak_small;
   int64_t last_rows = large, last_peak = peak_large;
   double slope = probe.bytes_per_row;
-  int64_t guess = slope > 0 ? small + static_cast<int64_t>((memory_budget - peak_small) / slope) : *total;
+  int64_t guess = slope > 0 ? small + static_cast<int64_t>((chunk_memory - peak_small) / slope) : *total;
   for (int round = 0; round < 10; ++round) {
     guess = std::clamp<int64_t>(guess, lo + 1, hi - 1);
     if (guess <= lo || guess >= hi) break;
     const int64_t peak = measure_chunk(model, sample, guess, options, params, device);
-    if (peak <= memory_budget) {
+    if (peak <= chunk_memory) {
       lo = guess;
       peak_lo = peak;
     } else {
@@ -85,7 +85,7 @@ ChunkSizeProbe find_chunk_size(const Model& model, const ModelInput& sample, int
     if (guess != last_rows) slope = std::max(1.0, static_cast<double>(peak - last_peak) / (guess - last_rows));
     last_rows = guess;
     last_peak = peak;
-    guess = guess + static_cast<int64_t>((memory_budget - peak) / slope);
+    guess = guess + static_cast<int64_t>((chunk_memory - peak) / slope);
     if (guess >= hi) guess = (lo + hi) / 2;  // the line overshoots: bisect
     if (guess <= lo) guess = (lo + hi) / 2;
   }

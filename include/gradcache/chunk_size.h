@@ -17,13 +17,13 @@ struct ChunkSizeProbe {
 
 /// Chunk size "auto": the largest number of rows of `sample` whose forward and backward (what
 /// step 3 of the cache runs, under autocast for `options.precision()`) stay within
-/// `memory_budget` bytes of tensor memory on the model's device. It measures: chunks of two
+/// `chunk_memory` bytes of tensor memory on the model's device. It measures: chunks of two
 /// sizes give peak = fixed + per_row * rows; the size this predicts is then run and shrunk
 /// until its measured peak fits. At most the rows of `sample`. Gradients, buffers and
 /// generators are left as they were. Needs memory_stats() for the device (on CPU:
 /// CpuMemoryTracker::install()) and a model whose parameters are known (a module, or a
 /// callable with with_state_of).
-ChunkSizeProbe find_chunk_size(const Model& model, const ModelInput& sample, int64_t memory_budget,
+ChunkSizeProbe find_chunk_size(const Model& model, const ModelInput& sample, int64_t chunk_memory,
                                const GradCacheOptions& options = {});
 
 }  // namespace gradcache

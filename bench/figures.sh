@@ -1,0 +1,59 @@
+#!/usr/bin/env bash
+# Every measured figure the README and docs/ quote, regenerated into docs/ (JSON and logs
+# that the text names). Run on an otherwise idle machine: the runs go one after another.
+#
+#   bash bench/figures.sh [PART...]      # default: all parts below, in this order
+#
+# Parts and what they write (about how long each takes on the 2-core machine):
+#   exactness    docs/exactness.log: the [exactness] lines of the core tests (10 s)
+#   bench        docs/bench.json, docs/bench.png (+ .dat, .gp): gradcache-bench all (4 min)
+#   distributed  docs/bench_distributed.json: 1 vs 2 processes, 15 timed steps (1 min)
+#   precision    docs/bench_precision_512.json: fp32 vs bf16 at 512 pairs / chunks of 64 (1 min)
+#   streaming    docs/streaming_bench.json, docs/streaming_bench.png: dense vs streaming loss (8 min)
+#   sorting      docs/length_sorting.json: the program with and without length sorting (2 min)
+#   main         docs/main_job.log: the README's main job, `bash scripts/main.sh` (6 min)
+#   shape        docs/code_shape.json: function and file lengths, the lines of one cache step
+#
+# The binaries are build/bench/gradcache-bench, build/tools/gradcache and
+# build/tests/gradcache_tests (bash scripts/build.sh makes them).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+bench=build/bench/gradcache-bench
+parts=("$@")
+[ ${#parts[@]} -eq 0 ] && parts=(exactness bench distributed precision streaming sorting main shape)
+
+note() { echo "figures: $(date +%H:%M:%S) $*" >&2; }
+
+for part in "${parts[@]}"; do
+  note "$part (load average $(cut -d' ' -f1 /proc/loadavg))"
+  case "$part" in
+    exactness)
+      build/tests/gradcache_tests 2>&1 | grep '^\[exactness\]' >docs/exactness.log ;;
+    bench)
+      "$bench" all --json --plot docs/bench.png >docs/bench.json.tmp && mv docs/bench.json.tmp docs/bench.json ;;
+    distributed)
+      "$bench" distributed --reps 15 --json >docs/bench_distributed.json.tmp &&
+        mv docs/bench_distributed.json.tmp docs/bench_distributed.json ;;
+    precision)
+      "$bench" precision --batch 512 --chunk 64 --reps 3 --json >docs/bench_precision_512.json.tmp &&
+        mv docs/bench_precision_512.json.tmp docs/bench_precision_512.json ;;
+    streaming)
+      "$bench" streaming --json --plot docs/streaming_bench.png >docs/streaming_bench.json.tmp &&
+        mv docs/streaming_bench.json.tmp docs/streaming_bench.json ;;
+    sorting)
+      python3 bench/length_sorting.py --out docs/length_sorting.json ;;
+    main)
+      # The main job exactly as the README's first command runs it, into a fresh run directory.
+      { echo "\$ bash scripts/main.sh   # $(date -u +%Y-%m-%dT%H:%MZ), load average $(cut -d' ' -f1 /proc/loadavg)"
+        SECONDS=0
+        bash scripts/main.sh 2>&1
+        echo "main job: ${SECONDS} s wall in all (the build, already done, included)"; } \
+        >docs/main_job.log.tmp 2>&1 && mv docs/main_job.log.tmp docs/main_job.log ;;
+    shape)
+      python3 scripts/code_shape.py --json --top 10 >docs/code_shape.json || true ;;
+    *)
+      echo "figures: unknown part '$part' (see the header of bench/figures.sh)" >&2; exit 2 ;;
+  esac
+done
+note "done"
