@@ -11,8 +11,8 @@
 #   NICE        nice level for the build (default: 10; the machine is shared)
 #   CTEST_ARGS  extra ctest arguments (e.g. "-R Tokenizer")
 #
-# What runs: the core tests (gradcache_tests), the retriever tests (retriever_tests) and the
-# tokenizer and reader tests (tokenizer_tests, reader_tests); ctest labels core|retriever. Not
+# What runs: the core tests (gradcache_tests) and the retriever tests (retriever_tests, the
+# tokenizer and the readers' fuzz findings included); ctest labels core|retriever. Not
 # run: the distributed tests (two processes over Gloo), the CLI, package and bench tests; they
 # add build and run time and little code that the others do not cover.
 #
@@ -46,7 +46,7 @@ nice -n "$nice_level" cmake -S "$root" -B "$build" "${generator[@]}" \
 
 echo "== build"
 nice -n "$nice_level" cmake --build "$build" --parallel "$jobs" \
-  --target gradcache_tests retriever_tests tokenizer_tests reader_tests
+  --target gradcache_tests retriever_tests
 built=$(date +%s)
 
 # ASan: leak detection stays on. Measured (Debian 12, LibTorch 1.13): LeakSanitizer reports

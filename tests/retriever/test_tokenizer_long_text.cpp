@@ -1,5 +1,5 @@
 // The tokenizer with long texts, in a process that also holds LibTorch's protobuf (this binary is
-// linked against LibTorch without --as-needed, so the protobuf clash described in tokenizer.cpp
+// linked against LibTorch through the retriever library, so the protobuf clash described in tokenizer.cpp
 // is present), and with sentencepiece's logging.
 //
 // Before the fix, training on a text longer than sentencepiece's max_sentence_length (4192
