@@ -64,7 +64,7 @@ struct OverheadSettings {
   ModelSettings model;
   int64_t batch = 256, chunk = 64;
   int64_t reps = 7, warmup = 1;
-  bool extras = true;  ///< also time the default cache (1 chunk retained) and the InferenceMode idea
+  bool extras = true;  ///< also time a cache with 1 chunk retained per model and the InferenceMode idea
   double limit = 1.25;
   void add_options(OptionTable& table);
 };
