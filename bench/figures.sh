@@ -6,12 +6,13 @@
 #
 # Parts and what they write (about how long each takes on the 2-core machine):
 #   exactness    docs/exactness.log: the [exactness] lines of the core tests (10 s)
-#   bench        docs/bench.json, docs/bench.png (+ .dat, .gp): gradcache-bench all (4 min)
+#   bench        docs/bench.json, docs/bench.png (+ .dat, .gp): gradcache-bench all (3 min)
 #   distributed  docs/bench_distributed.json: 1 vs 2 processes, 15 timed steps (1 min)
 #   precision    docs/bench_precision_512.json: fp32 vs bf16 at 512 pairs / chunks of 64 (1 min)
-#   streaming    docs/streaming_bench.json, docs/streaming_bench.png: dense vs streaming loss (8 min)
+#   streaming    docs/streaming_bench.json, docs/streaming_bench.png: dense vs streaming loss (3 min)
+#   tiles        docs/streaming_tiles.json: the streaming loss's time at N = 8192 per tile size (1 min)
 #   sorting      docs/length_sorting.json: the program with and without length sorting (2 min)
-#   main         docs/main_job.log: the README's main job, `bash scripts/main.sh` (6 min)
+#   main         docs/main_job.log: the README's main job, `bash scripts/main.sh` (4-6 min)
 #   shape        docs/code_shape.json: function and file lengths, the lines of one cache step
 #
 # The binaries are build/bench/gradcache-bench, build/tools/gradcache and
@@ -21,7 +22,7 @@ cd "$(dirname "$0")/.."
 
 bench=build/bench/gradcache-bench
 parts=("$@")
-[ ${#parts[@]} -eq 0 ] && parts=(exactness bench distributed precision streaming sorting main shape)
+[ ${#parts[@]} -eq 0 ] && parts=(exactness bench distributed precision streaming tiles sorting main shape)
 
 note() { echo "figures: $(date +%H:%M:%S) $*" >&2; }
 
@@ -41,6 +42,9 @@ for part in "${parts[@]}"; do
     streaming)
       "$bench" streaming --json --plot docs/streaming_bench.png >docs/streaming_bench.json.tmp &&
         mv docs/streaming_bench.json.tmp docs/streaming_bench.json ;;
+    tiles)
+      "$bench" streaming --tile-sweep 8192 --json >docs/streaming_tiles.json.tmp &&
+        mv docs/streaming_tiles.json.tmp docs/streaming_tiles.json ;;
     sorting)
       python3 bench/length_sorting.py --out docs/length_sorting.json ;;
     main)

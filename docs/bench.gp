@@ -10,7 +10,7 @@ set logscale xy 2
 set format y '%g'
 set xlabel 'contrastive batch (pairs)'
 set ylabel 'MiB above the step start'
-plot 'docs/bench.memory.dat' index 0 using 1:2 with linespoints lw 2 pt 7 title "full", 'docs/bench.memory.dat' index 1 using 1:2 with linespoints lw 2 pt 7 title "accumulate", 'docs/bench.memory.dat' index 2 using 1:2 with linespoints lw 2 pt 7 title "cache", 'docs/bench.memory.dat' index 3 using 1:2 with linespoints lw 2 pt 7 title "cache-streaming", 'docs/bench.memory.dat' index 4 using 1:2 with linespoints lw 2 pt 7 title "cache-r0-streaming", 'docs/bench.memory.dat' index 5 using 1:2 with lines dt 2 lc rgb 'gray40' title 'cache itself: 2(N+M)d floats', 'docs/bench.memory.dat' index 5 using 1:3 with lines dt 3 lw 2 lc rgb 'gray20' title 'loss step alone (N x M)'
+plot 'docs/bench.memory.dat' index 0 using 1:2 with linespoints lw 2 pt 7 title 'full', 'docs/bench.memory.dat' index 1 using 1:2 with linespoints lw 2 pt 7 title 'accumulate', 'docs/bench.memory.dat' index 2 using 1:2 with linespoints lw 2 pt 7 title 'cache', 'docs/bench.memory.dat' index 3 using 1:2 with linespoints lw 2 pt 7 title 'cache-streaming', 'docs/bench.memory.dat' index 4 using 1:2 with linespoints lw 2 pt 7 title 'cache-r1', 'docs/bench.memory.dat' index 5 using 1:2 with lines dt 2 lc rgb 'gray40' title 'cache itself: 2(N+M)d floats', 'docs/bench.memory.dat' index 5 using 1:3 with lines dt 3 lw 2 lc rgb 'gray20' title 'loss step alone (N x M)'
 unset logscale
 unset title
 set title "Time vs memory (256 pairs, chunks of 64)"
