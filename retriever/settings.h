@@ -16,6 +16,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <cmath>
 #include <cstdint>
 #include <functional>
 #include <stdexcept>
@@ -119,8 +120,10 @@ nlohmann::json parse_setting_text(const std::string& text, const std::string& fl
     size_t used = 0;
     try {
       if constexpr (std::is_floating_point_v<T>) {
+        // Not inf or nan: no setting means them, and config.json could not store them (JSON
+        // has no such numbers), so the run could not be evaluated or resumed.
         const T value = static_cast<T>(std::stod(text, &used));
-        if (used == text.size()) return value;
+        if (used == text.size() && std::isfinite(value)) return value;
       } else if constexpr (std::is_unsigned_v<T>) {
         if (text.find('-') == std::string::npos) {
           const T value = static_cast<T>(std::stoull(text, &used));
@@ -132,7 +135,7 @@ nlohmann::json parse_setting_text(const std::string& text, const std::string& fl
       }
     } catch (const std::exception&) {  // not a number, or out of range: the message below
     }
-    throw fail(std::is_floating_point_v<T> ? "a number" : std::is_unsigned_v<T> ? "a non-negative integer" : "an integer");
+    throw fail(std::is_floating_point_v<T> ? "a finite number" : std::is_unsigned_v<T> ? "a non-negative integer" : "an integer");
   }
 }
 
@@ -163,11 +166,16 @@ inline std::string format_bound(double x) {
 
 /// Checks for Setting::checked.
 inline SettingCheck positive() {
-  return [](const nlohmann::json& v) { return v.get<double>() > 0 ? "" : "must be positive"; };
+  return [](const nlohmann::json& v) {
+    const double x = v.get<double>();
+    return !(x > 0) ? "must be positive" : std::isfinite(x) ? "" : "must be finite";
+  };
 }
 inline SettingCheck at_least(double low) {
   return [low](const nlohmann::json& v) {
-    return v.get<double>() >= low ? std::string() : "must be >= " + format_bound(low);
+    const double x = v.get<double>();
+    if (!(x >= low)) return "must be >= " + format_bound(low);
+    return std::isfinite(x) ? std::string() : std::string("must be finite");
   };
 }
 /// [low, high): e.g. a fraction or a probability.

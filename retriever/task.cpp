@@ -44,6 +44,13 @@ EvalData wordnet_split(RetrievalData& data, const std::string& split) {
   return eval;
 }
 
+// A notice for a file that lost lines to --on-bad-line skip; none when nothing was skipped.
+void note_skipped(const std::string& path, const ReadStats& stats, std::vector<std::string>& notices) {
+  if (stats.skipped == 0) return;
+  notices.push_back(path + ": skipped " + std::to_string(stats.skipped) + " of " + std::to_string(stats.lines) +
+                    " lines (--on-bad-line skip); first: " + stats.skipped_examples.front());
+}
+
 }  // namespace
 
 EvalData load_wordnet_eval(const std::string& wordnet_dir, const std::string& split, bool quick) {
@@ -64,13 +71,19 @@ TaskData load_task(const TrainConfig& config, const std::string& split) {
     task.train = std::move(data.train);
     if (config.eval) task.eval = wordnet_split(data, split);
   } else {
-    task.train = read_train_examples(config.train_file, on_bad);
+    ReadStats stats;
+    task.train = read_train_examples(config.train_file, on_bad, &stats);
+    note_skipped(config.train_file, stats, task.notices);
     if (config.eval && !config.eval_corpus.empty()) {
       EvalData eval;
       eval.name = config.eval_queries;
-      eval.corpus = read_collection(config.eval_corpus, on_bad);
-      eval.queries = read_collection(config.eval_queries, on_bad);
-      eval.qrels = read_qrels(config.eval_qrels, on_bad);
+      ReadStats corpus_stats, query_stats, qrels_stats;
+      eval.corpus = read_collection(config.eval_corpus, on_bad, &corpus_stats);
+      eval.queries = read_collection(config.eval_queries, on_bad, &query_stats);
+      eval.qrels = read_qrels(config.eval_qrels, on_bad, &qrels_stats);
+      note_skipped(config.eval_corpus, corpus_stats, task.notices);
+      note_skipped(config.eval_queries, query_stats, task.notices);
+      note_skipped(config.eval_qrels, qrels_stats, task.notices);
       task.eval = std::move(eval);
     }
   }

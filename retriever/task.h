@@ -20,6 +20,9 @@ struct EvalData {
 struct TaskData {
   std::vector<TrainExample> train;
   std::optional<EvalData> eval;
+  /// What reading the files skipped (--on-bad-line skip), one line per file that lost lines,
+  /// for the program to show: "PATH: skipped N of M lines ...; first: PATH:LINE: reason".
+  std::vector<std::string> notices;
 };
 
 /// Training examples and evaluation data a config names: WordNet (its train split, and its

@@ -33,6 +33,7 @@ TrainingData::TrainingData(const TrainConfig& config, const TokenizerSource& tok
                            const std::function<void(const std::string&)>& log)
     : config_(config), share_(share) {
   const auto task = load_task(config_);
+  for (const auto& notice : task.notices) log(notice);
   if (task.train.empty()) throw std::invalid_argument("no training examples");
   load_tokenizer(task, tokenizer, log);
   tokenize_training(task);

@@ -5,7 +5,9 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <functional>
+#include <limits>
 #include <set>
 #include <string>
 #include <vector>
@@ -92,6 +94,24 @@ TEST(TrainConfig, ErrorsNameTheFlagOrKey) {
             std::string::npos);
   EXPECT_NE(settings_error([&] { gr::build_train_config({{"batch_size", "big"}}, {}); }).find("\"batch_size\" has the wrong type"),
             std::string::npos);
+  // inf and nan are no setting's value: config.json could not store them (the run could
+  // then be neither evaluated nor resumed).
+  for (const char* key : {"lr", "weight_decay", "max_grad_norm", "temperature", "dropout"}) {
+    for (const char* text : {"inf", "-inf", "nan"}) {
+      std::string flag = std::string("--") + key;
+      std::replace(flag.begin(), flag.end(), '_', '-');
+      EXPECT_NE(settings_error([&] { gr::build_train_config(none, {{key, text}}); })
+                    .find(flag + " expects a finite number, got '" + text + "'"),
+                std::string::npos)
+          << key << " " << text;
+    }
+  }
+  gr::TrainConfig infinite;
+  infinite.max_grad_norm = std::numeric_limits<double>::infinity();
+  EXPECT_NE(settings_error([&] { gr::validate(infinite); }).find("--max-grad-norm must be finite"), std::string::npos);
+  infinite = gr::TrainConfig{};
+  infinite.lr = std::numeric_limits<double>::infinity();
+  EXPECT_NE(settings_error([&] { gr::validate(infinite); }).find("--lr must be finite"), std::string::npos);
   gr::TrainConfig c;
   c.warmup = 1.5;
   EXPECT_NE(settings_error([&] { gr::validate(c); }).find("--warmup must be in [0, 1), got 1.5"), std::string::npos);

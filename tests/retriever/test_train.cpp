@@ -1,5 +1,6 @@
 // Training runs end to end (small, seconds each): files, resume, modes, errors.
 #include "retriever/files.h"
+#include "retriever/task.h"
 #include "tests/retriever/train_test_util.h"
 
 #include <gradcache/gradcache.h>
@@ -149,6 +150,25 @@ TEST(Trainer, BadSettingsAndDataAreExplained) {
   config.negatives = 1;
   config.output = dir / "negs";
   EXPECT_NE(error_of([&] { gr::train(config, quiet()); }).find("has no negatives"), std::string::npos);
+}
+
+TEST(Task, SkippedLinesAreCountedAndNamed) {
+  TempDir dir;
+  write_task(dir);
+  std::string text = gr::read_file(dir / "train.tsv");
+  write(dir / "some_bad.tsv", text + "only a query\n\tno query\nanother lone query\n");
+  auto config = tiny_config(dir);
+  config.train_file = dir / "some_bad.tsv";
+  config.on_bad_line = "skip";
+  const auto task = gr::load_task(config);
+  EXPECT_EQ(task.train.size(), 96u);
+  ASSERT_EQ(task.notices.size(), 1u);
+  EXPECT_NE(task.notices[0].find("some_bad.tsv: skipped 3 of 99 lines (--on-bad-line skip); first: "),
+            std::string::npos)
+      << task.notices[0];
+  EXPECT_NE(task.notices[0].find("some_bad.tsv:97"), std::string::npos) << task.notices[0];
+  config.train_file = dir / "train.tsv";
+  EXPECT_TRUE(gr::load_task(config).notices.empty());
 }
 
 TEST(Trainer, TorchScriptEncoderIsTrainedAndAWrongOneIsRefused) {
