@@ -45,6 +45,20 @@ void truncate_metrics(const std::string& path, int64_t step) {
   write_file_atomic(path, kept);
 }
 
+// --metrics-out must name a file in an existing directory: found before training, not after.
+void check_metrics_path(const std::string& path) {
+  const fs::path file(path);
+  if (fs::is_directory(file)) {
+    throw std::invalid_argument("--metrics-out " + path + " is a directory; name a file in it, e.g. " +
+                                (file / "metrics.jsonl").string());
+  }
+  const fs::path parent = file.has_parent_path() ? file.parent_path() : fs::path(".");
+  if (!fs::is_directory(parent)) {
+    throw std::invalid_argument("--metrics-out " + path + ": the directory " + parent.string() +
+                                " does not exist; create it first or choose another path");
+  }
+}
+
 }  // namespace
 
 RunDirectory::RunDirectory(const TrainConfig& config, bool writer)
@@ -52,6 +66,7 @@ RunDirectory::RunDirectory(const TrainConfig& config, bool writer)
       checkpoint_path_((fs::path(config.output) / "checkpoint.pt").string()),
       metrics_path_(config.metrics_out.empty() ? (fs::path(config.output) / "metrics.jsonl").string()
                                                : config.metrics_out),
+      metrics_elsewhere_(!config.metrics_out.empty()),
       writer_(writer) {}
 
 void RunDirectory::start(bool overwrite) {
@@ -60,8 +75,9 @@ void RunDirectory::start(bool overwrite) {
                                 "continue it, --overwrite to start again, or choose another --output.");
   }
   if (!writer_) return;
+  if (metrics_elsewhere_) check_metrics_path(metrics_path_);
   fs::create_directories(output_);
-  std::ofstream(metrics_path_, std::ios::trunc);
+  fresh_metrics_ = true;
 }
 
 CheckpointInfo RunDirectory::resume(const TrainConfig& requested, int world_size) {
@@ -74,6 +90,7 @@ CheckpointInfo RunDirectory::resume(const TrainConfig& requested, int world_size
                                 " process(es); resume it with as many (now " + std::to_string(world_size) + ")");
   }
   check_resume_compatible(info.config, requested, checkpoint_path_);
+  if (writer_ && metrics_elsewhere_) check_metrics_path(metrics_path_);
   if (writer_) truncate_metrics(metrics_path_, info.progress.step);
   return info;
 }
@@ -86,7 +103,7 @@ void RunDirectory::write(const std::string& name, const std::string& content) co
 
 void RunDirectory::append_metrics(const StepRecord& r) {
   if (!writer_) return;
-  if (!metrics_.is_open()) metrics_.open(metrics_path_, std::ios::app);
+  if (!metrics_.is_open()) metrics_.open(metrics_path_, fresh_metrics_ ? std::ios::trunc : std::ios::app);
   metrics_ << nlohmann::json{{"step", r.step},
                              {"epoch", r.epoch},
                              {"loss", r.loss},
@@ -96,6 +113,10 @@ void RunDirectory::append_metrics(const StepRecord& r) {
                              {"elapsed_s", r.elapsed_s}}
                   .dump()
            << std::endl;
+  if (!metrics_) {
+    throw std::runtime_error("cannot write the metrics to " + metrics_path_ +
+                             ": check that the directory is writable and the disk is not full");
+  }
 }
 
 }  // namespace retriever

@@ -20,8 +20,10 @@ class RunDirectory {
   /// `writer`: whether this process writes (rank 0); the others only read.
   RunDirectory(const TrainConfig& config, bool writer);
 
-  /// A new run: refuses a directory that holds one unless `overwrite`; creates the directory
-  /// and an empty metrics file.
+  /// A new run: refuses a directory that holds one unless `overwrite`, and a --metrics-out
+  /// that names a directory or lies in a missing one; creates the output directory. An old
+  /// metrics file is emptied only when the first new line is written, so a run that fails
+  /// before its first step (a mistyped --train-file) leaves the old run's files as they were.
   void start(bool overwrite);
   /// A resumed run: the checkpoint's record, refused unless it was saved by `world_size`
   /// processes with settings that compute what `requested` does. Metrics lines after the
@@ -33,12 +35,14 @@ class RunDirectory {
   std::string path(const std::string& name) const;
   /// Writes OUTPUT/name (writer only).
   void write(const std::string& name, const std::string& content) const;
-  /// One line of metrics.jsonl (writer only).
+  /// One line of metrics.jsonl (writer only); throws if it cannot be written.
   void append_metrics(const StepRecord& record);
 
  private:
   std::string output_, checkpoint_path_, metrics_path_;
+  bool metrics_elsewhere_;  // --metrics-out given
   bool writer_;
+  bool fresh_metrics_ = false;  // a new run: the first line replaces the file's content
   std::ofstream metrics_;
 };
 

@@ -171,6 +171,33 @@ TEST(Task, SkippedLinesAreCountedAndNamed) {
   EXPECT_TRUE(gr::load_task(config).notices.empty());
 }
 
+TEST(Trainer, AFailedOverwriteLeavesTheOldRunAndABadMetricsPathIsRefused) {
+  TempDir dir;
+  write_task(dir);
+  auto config = tiny_config(dir);
+  config.steps = 2;
+  config.eval = false;
+  gr::train(config, quiet());
+  const std::string metrics = gr::read_file((dir.path / "run" / "metrics.jsonl").string());
+  ASSERT_FALSE(metrics.empty());
+
+  // --overwrite with a mistyped training file: the old run's metrics stay as they were.
+  auto options = quiet();
+  options.overwrite = true;
+  config.train_file = dir / "trian.tsv";
+  EXPECT_NE(error_of([&] { gr::train(config, options); }).find("trian.tsv"), std::string::npos);
+  EXPECT_EQ(gr::read_file((dir.path / "run" / "metrics.jsonl").string()), metrics);
+
+  // --metrics-out in a missing directory, or onto a directory: refused before training.
+  config = tiny_config(dir);
+  config.output = dir / "other";
+  config.metrics_out = (dir.path / "no" / "such" / "dir" / "m.jsonl").string();
+  EXPECT_NE(error_of([&] { gr::train(config, quiet()); }).find("--metrics-out"), std::string::npos);
+  EXPECT_NE(error_of([&] { gr::train(config, quiet()); }).find("does not exist"), std::string::npos);
+  config.metrics_out = dir.path.string();
+  EXPECT_NE(error_of([&] { gr::train(config, quiet()); }).find("is a directory"), std::string::npos);
+}
+
 TEST(Trainer, TorchScriptEncoderIsTrainedAndAWrongOneIsRefused) {
   TempDir dir;
   write_task(dir);
