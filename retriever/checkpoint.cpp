@@ -6,6 +6,8 @@
 
 #include <unistd.h>
 
+#include <sstream>
+
 namespace gradcache {
 namespace retriever {
 namespace {
@@ -99,9 +101,12 @@ void save_checkpoint(const std::string& path, const CheckpointInfo& info, const 
     archive.write("grad_scaler", scaler_archive);
   }
 
-  const std::string tmp = path + ".tmp";
-  archive.save_to(tmp);
-  commit_file(tmp, path);
+  // Serialised in memory, then written atomically: LibTorch's file writer throws again from
+  // its destructor when the disk fills up (the process aborts, leaving a torn .tmp file),
+  // while write_file_atomic reports the error and removes its temporary file.
+  std::ostringstream bytes;
+  archive.save_to(bytes);
+  write_file_atomic(path, bytes.str());
 }
 
 CheckpointInfo read_checkpoint_info(const std::string& path) {

@@ -30,7 +30,12 @@ void fsync_path(const std::string& path, bool directory) {
 }  // namespace
 
 void commit_file(const std::string& tmp_path, const std::string& path) {
-  fsync_path(tmp_path, false);
+  try {
+    fsync_path(tmp_path, false);
+  } catch (...) {  // e.g. the disk filled up: the earlier file stays, the temporary one goes
+    std::remove(tmp_path.c_str());
+    throw;
+  }
   if (std::rename(tmp_path.c_str(), path.c_str()) != 0) {
     const auto error = io_error("cannot rename " + tmp_path + " to", path);
     std::remove(tmp_path.c_str());
@@ -46,10 +51,11 @@ void write_file_atomic(const std::string& path, const std::string& bytes) {
     std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
     if (!out) throw io_error("cannot write", tmp);
     out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-    out.flush();
+    out.close();
     if (!out) {
+      const auto error = io_error("cannot write (is the disk full?)", tmp);
       std::remove(tmp.c_str());
-      throw io_error("cannot write (disk full?)", tmp);
+      throw error;
     }
   }
   commit_file(tmp, path);
