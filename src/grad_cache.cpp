@@ -102,11 +102,12 @@ at::Tensor GradCacheBase::representation(const Model& model, const ModelInput& c
 ForwardResult GradCacheBase::forward_no_grad(size_t model_index, const std::vector<ModelInput>& chunks,
                                              int64_t retained_before) {
   const Model& model = models_[model_index];
+  const auto parameter_devices = devices_of(model.parameters());  // once, not per chunk
   ForwardResult result;
   std::vector<at::Tensor> reps;
   for (const auto& chunk : chunks) {
     ChunkRecord record;
-    record.rng_state = RngState::capture(merge(devices_of(model.parameters()), devices_of(get_input_tensors(chunk))));
+    record.rng_state = RngState::capture(merge(parameter_devices, devices_of(get_input_tensors(chunk))));
     at::Tensor rep;
     if (retention_.should_retain(result.chunks, chunks.size(), chunk.batch_size(), retained_before)) {
       rep = forward_with_graph(model_index, chunk, result.chunks, retained_before, record);
