@@ -54,25 +54,6 @@ std::vector<std::string_view> split_whitespace(std::string_view s) {
   return parts;
 }
 
-// Text for a message: valid UTF-8 whatever the input, each stray byte written as "\xNN". Messages
-// are printed and may be put in JSON reports, which need valid UTF-8.
-std::string printable(std::string_view s) {
-  std::string out;
-  while (!s.empty()) {
-    const std::optional<size_t> bad = find_invalid_utf8(s);
-    if (!bad) {
-      out += s;
-      break;
-    }
-    static const char kHex[] = "0123456789ABCDEF";
-    const auto byte = static_cast<unsigned char>(s[*bad]);
-    out += s.substr(0, *bad);
-    out += {'\\', 'x', kHex[byte >> 4], kHex[byte & 15]};
-    s.remove_prefix(*bad + 1);
-  }
-  return out;
-}
-
 // The first `limit` bytes of `s` or fewer: a cut never splits a UTF-8 sequence.
 std::string_view cut(std::string_view s, size_t limit) {
   if (s.size() <= limit) return s;
@@ -84,8 +65,8 @@ std::string_view cut(std::string_view s, size_t limit) {
 // Quotes a value for a message, shortened so that a huge field does not flood the terminal.
 std::string shown(std::string_view s) {
   constexpr size_t kMax = 60;
-  if (s.size() <= kMax) return "'" + printable(s) + "'";
-  return "'" + printable(cut(s, kMax)) + "...'";
+  if (s.size() <= kMax) return "'" + printable_utf8(s) + "'";
+  return "'" + printable_utf8(cut(s, kMax)) + "...'";
 }
 
 enum class Format { Jsonl, Tsv };
@@ -173,7 +154,7 @@ json parse_json_object(const std::string& line) {
     }
     constexpr size_t kMaxMessage = 300;  // a number token is quoted whole, however long
     if (message.size() > kMaxMessage) message = std::string(cut(message, kMaxMessage)) + "...";
-    throw BadLine{"malformed JSON: " + printable(message)};
+    throw BadLine{"malformed JSON: " + printable_utf8(message)};
   }
   if (!value.is_object())
     throw BadLine{std::string("expected one JSON object per line (JSONL), got a JSON ") + value.type_name()};
@@ -297,6 +278,23 @@ OnBadLine parse_on_bad_line(const std::string& name) {
   if (name == "error") return OnBadLine::Error;
   if (name == "skip") return OnBadLine::Skip;
   throw std::invalid_argument("invalid value " + shown(name) + " for bad-line handling; use 'error' or 'skip'");
+}
+
+std::string printable_utf8(std::string_view s) {
+  std::string out;
+  while (!s.empty()) {
+    const std::optional<size_t> bad = find_invalid_utf8(s);
+    if (!bad) {
+      out += s;
+      break;
+    }
+    static const char kHex[] = "0123456789ABCDEF";
+    const auto byte = static_cast<unsigned char>(s[*bad]);
+    out += s.substr(0, *bad);
+    out += {'\\', 'x', kHex[byte >> 4], kHex[byte & 15]};
+    s.remove_prefix(*bad + 1);
+  }
+  return out;
 }
 
 std::optional<size_t> find_invalid_utf8(std::string_view text) {

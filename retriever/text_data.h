@@ -50,6 +50,10 @@ struct ReadStats {
 /// truncated sequences are invalid.
 std::optional<size_t> find_invalid_utf8(std::string_view text);
 
+/// `text` made valid UTF-8 for a message, each stray byte written as "\xNN": messages are
+/// printed and may be put in JSON reports, which need valid UTF-8.
+std::string printable_utf8(std::string_view text);
+
 /// One training query with its relevant passages and (optional) hard negatives.
 struct TrainExample {
   std::string query;

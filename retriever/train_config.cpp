@@ -1,5 +1,8 @@
 #include "retriever/train_config.h"
 
+#include "retriever/files.h"
+#include "retriever/text_data.h"
+
 #include <gradcache/precision.h>
 
 #include <cctype>
@@ -312,6 +315,21 @@ TrainConfig build_train_config(const nlohmann::json& file, const GivenSettings& 
   }
   if (notices) notices->insert(notices->end(), said.begin(), said.end());
   return c;
+}
+
+nlohmann::json parse_settings_text(const std::string& text, const std::string& name) {
+  try {
+    nlohmann::json file = nlohmann::json::parse(text);
+    TrainConfig probe;  // unknown keys and wrong types are the file's errors, named as such
+    train_settings().read_json(file, probe);
+    return file;
+  } catch (const std::exception& e) {
+    throw SettingsError(name + ": " + printable_utf8(e.what()));  // JSON errors quote the input
+  }
+}
+
+nlohmann::json read_settings_file(const std::string& path) {
+  return parse_settings_text(read_file(path), "--config " + path);
 }
 
 TrainConfig read_saved_config(const nlohmann::json& j, std::vector<std::string>* notices) {

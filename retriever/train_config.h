@@ -93,6 +93,13 @@ using GivenSettings = std::vector<std::pair<std::string, std::string>>;
 TrainConfig build_train_config(const nlohmann::json& file, const GivenSettings& flags,
                                std::vector<std::string>* notices = nullptr);
 
+/// The settings of a --config file from its text: a JSON object whose keys and value types
+/// are those of config.json (checked here; values are checked by validate()). Throws
+/// SettingsError naming `name` (the file) and what is wrong.
+nlohmann::json parse_settings_text(const std::string& text, const std::string& name);
+/// parse_settings_text on the contents of the file at `path`.
+nlohmann::json read_settings_file(const std::string& path);
+
 /// A saved config (config.json, a checkpoint's): as written, also by earlier versions
 /// (former keys are renamed, with a notice).
 TrainConfig read_saved_config(const nlohmann::json& j, std::vector<std::string>* notices = nullptr);

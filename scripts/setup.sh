@@ -10,6 +10,7 @@ packages=(
   libsentencepiece-dev libcli11-dev nlohmann-json3-dev libfmt-dev  # the CLI
   wordnet-base                             # the CLI's built-in default data
   libbenchmark-dev gnuplot-nox             # benchmarks and plots
+  clang libclang-rt-14-dev                 # sanitizer builds and libFuzzer (scripts/sanitize.sh, fuzz.sh)
 )
 
 missing=()

@@ -1,6 +1,7 @@
 // Regression tests for what fuzzing the readers (fuzz/, scripts/fuzz.sh) found. Each test names
 // the finding; the input is the reduced crash input of the fuzz target.
 #include "retriever/text_data.h"
+#include "retriever/train_config.h"
 
 #include <gtest/gtest.h>
 
@@ -117,3 +118,18 @@ TEST_F(ReaderFuzzFindings, NumberOverflowIsABadLine) {
 }
 
 }  // namespace
+
+// fuzz_config: a --config file with a stray byte inside a key. nlohmann's parse error quotes
+// what it last read, so the message carried the invalid byte to the terminal (and to JSON).
+TEST(ConfigFuzzFindings, ParseErrorQuotingInvalidUtf8IsPrintable) {
+  const std::string text = "{\"eval_quer\xB3" "e\": 1}";
+  try {
+    parse_settings_text(text, "config.json");
+    FAIL() << "a key with invalid UTF-8 was accepted";
+  } catch (const SettingsError& e) {
+    const std::string message = e.what();
+    EXPECT_FALSE(find_invalid_utf8(message).has_value()) << message;
+    EXPECT_NE(message.find("config.json"), std::string::npos) << message;
+    EXPECT_NE(message.find("\\xB3"), std::string::npos) << message;
+  }
+}

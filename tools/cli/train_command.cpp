@@ -41,15 +41,7 @@ void add_run_flags(CLI::App& cmd, RunFlags& flags) {
 // defaults < --config file < the flags given. Throws SettingsError naming the file or flag.
 TrainConfig config_from(const RunFlags& flags, const GivenFlags& given) {
   nlohmann::json file = nlohmann::json::object();
-  if (!flags.config_file.empty()) {
-    try {  // the file's own errors (JSON, unknown keys, types) name the file
-      file = nlohmann::json::parse(retriever::read_file(flags.config_file));
-      TrainConfig probe;
-      retriever::train_settings().read_json(file, probe);
-    } catch (const std::exception& e) {
-      throw retriever::SettingsError("--config " + flags.config_file + ": " + e.what());
-    }
-  }
+  if (!flags.config_file.empty()) file = retriever::read_settings_file(flags.config_file);
   std::vector<std::string> notices = given.notices;
   TrainConfig c = retriever::build_train_config(file, given.values, &notices);
   for (const auto& notice : notices) std::cerr << "gradcache train: note: " << notice << std::endl;
