@@ -11,6 +11,7 @@
 #   precision    docs/bench_precision_512.json: fp32 vs bf16 at 512 pairs / chunks of 64 (1 min)
 #   streaming    docs/streaming_bench.json, docs/streaming_bench.png: dense vs streaming loss (3 min)
 #   tiles        docs/streaming_tiles.json: the streaming loss's time at N = 8192 per tile size (1 min)
+#   soak         docs/soak.json: RSS over 1,000 training steps, growth after warm-up (2 min)
 #   sorting      docs/length_sorting.json: the program with and without length sorting (2 min)
 #   main         docs/main_job.log: the README's main job, `bash scripts/main.sh` (4-6 min)
 #   shape        docs/code_shape.json: function and file lengths, the lines of one cache step
@@ -22,7 +23,7 @@ cd "$(dirname "$0")/.."
 
 bench=build/bench/gradcache-bench
 parts=("$@")
-[ ${#parts[@]} -eq 0 ] && parts=(exactness bench distributed precision streaming tiles sorting main shape)
+[ ${#parts[@]} -eq 0 ] && parts=(exactness bench distributed precision streaming tiles soak sorting main shape)
 
 note() { echo "figures: $(date +%H:%M:%S) $*" >&2; }
 
@@ -45,6 +46,8 @@ for part in "${parts[@]}"; do
     tiles)
       "$bench" streaming --tile-sweep 8192 --json >docs/streaming_tiles.json.tmp &&
         mv docs/streaming_tiles.json.tmp docs/streaming_tiles.json ;;
+    soak)
+      "$bench" soak --json >docs/soak.json.tmp && mv docs/soak.json.tmp docs/soak.json ;;
     sorting)
       python3 bench/length_sorting.py --out docs/length_sorting.json ;;
     main)

@@ -1,7 +1,7 @@
 // gradcache-bench: what the gradient cache costs and whether it is exact.
 //
 //   gradcache-bench SCENARIO [flags]     SCENARIO: exactness memory overhead retain chunk-size
-//                                                  threads distributed precision streaming all
+//                                                  threads distributed precision streaming soak all
 //   gradcache-bench SCENARIO --help      its flags and their defaults
 //
 // A table on stdout by default; with --json exactly one JSON object on stdout and all human
@@ -52,6 +52,7 @@ struct ScenarioSettings {
   gcbench::DistributedSettings distributed;
   gcbench::PrecisionSettings precision;
   gcbench::StreamingSettings streaming;
+  gcbench::SoakSettings soak;
 
   template <class Settings, class Run>
   static Scenario make(std::string name, std::string about, Settings& s, Run run, bool in_all = true) {
@@ -77,6 +78,8 @@ struct ScenarioSettings {
              precision, gcbench::run_precision),
         make("streaming", "dense vs streaming contrastive loss: peak memory and time vs N (minutes; not in 'all')",
              streaming, gcbench::run_streaming, /*in_all=*/false),
+        make("soak", "RSS over 1,000 training steps: no growth after warm-up (a minute or two; not in 'all')", soak,
+             gcbench::run_soak, /*in_all=*/false),
     };
   }
 };
@@ -220,7 +223,7 @@ int run(int argc, char** argv) {
     OptionTable table;
     add_common_options(table, command.common);
     for (const auto& s : command.scenarios) s.add_options(table);
-    const std::string about = command.name == "all" ? "every scenario in turn (but streaming)"
+    const std::string about = command.name == "all" ? "every scenario in turn (but streaming and soak)"
                                                     : command.scenarios.front().about;
     command.app = app.add_subcommand(command.name, about);
     table.declare(*command.app);

@@ -143,4 +143,19 @@ struct StreamingSettings {
 };
 ScenarioResult run_streaming(const StreamingSettings& s, const CommonSettings& common);
 
+/// Many training steps in one process, RSS sampled as they go: does memory stop growing once
+/// warmed up?
+struct SoakSettings {
+  ModelSettings model;  ///< smaller than the other scenarios' (dim 32, 1 layer): 1,000 steps in minutes
+  int64_t batch = 32, chunk = 8;
+  int64_t steps = 1000;
+  int64_t every = 50;          ///< steps between RSS samples
+  int64_t warmup_steps = 200;  ///< growth is measured from the first sample at or after this step
+  double lr = 1e-3;
+  double limit_mib = 1.0;      ///< target: RSS growth after the warm-up
+  SoakSettings();
+  void add_options(OptionTable& table);
+};
+ScenarioResult run_soak(const SoakSettings& s, const CommonSettings& common);
+
 }  // namespace gcbench

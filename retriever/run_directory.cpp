@@ -2,6 +2,8 @@
 
 #include "retriever/files.h"
 
+#include <cerrno>
+#include <cstring>
 #include <filesystem>
 #include <stdexcept>
 
@@ -32,17 +34,23 @@ void check_resume_compatible(const TrainConfig& saved, TrainConfig requested, co
 }
 
 // Keeps the metrics lines of steps up to `step` (a resumed run logs the later ones again).
+// A file with nothing to drop is left as it is: resuming then needs no room for a copy.
 void truncate_metrics(const std::string& path, int64_t step) {
   std::ifstream in(path);
   if (!in) return;
   std::string kept, line;
+  bool dropped = false;
   while (std::getline(in, line)) {
     try {
-      if (nlohmann::json::parse(line).value("step", int64_t{0}) <= step) kept += line + "\n";
+      if (nlohmann::json::parse(line).value("step", int64_t{0}) <= step) {
+        kept += line + "\n";
+        continue;
+      }
     } catch (const std::exception&) {  // a torn last line from a crash: drop it
     }
+    dropped = true;
   }
-  write_file_atomic(path, kept);
+  if (dropped || kept.size() != fs::file_size(path)) write_file_atomic(path, kept);
 }
 
 // --metrics-out must name a file in an existing directory: found before training, not after.
@@ -103,7 +111,12 @@ void RunDirectory::write(const std::string& name, const std::string& content) co
 
 void RunDirectory::append_metrics(const StepRecord& r) {
   if (!writer_) return;
-  if (!metrics_.is_open()) metrics_.open(metrics_path_, fresh_metrics_ ? std::ios::trunc : std::ios::app);
+  if (!metrics_.is_open()) {
+    metrics_.open(metrics_path_, fresh_metrics_ ? std::ios::trunc : std::ios::app);
+    fresh_metrics_ = false;
+  }
+  std::error_code no_size;
+  const auto size_before = fs::file_size(metrics_path_, no_size);
   metrics_ << nlohmann::json{{"step", r.step},
                              {"epoch", r.epoch},
                              {"loss", r.loss},
@@ -111,12 +124,17 @@ void RunDirectory::append_metrics(const StepRecord& r) {
                              {"pairs_per_s", r.pairs_per_s},
                              {"peak_rss_mb", r.peak_rss_mb},
                              {"elapsed_s", r.elapsed_s}}
-                  .dump()
-           << std::endl;
-  if (!metrics_) {
-    throw std::runtime_error("cannot write the metrics to " + metrics_path_ +
-                             ": check that the directory is writable and the disk is not full");
-  }
+                      .dump()
+           << '\n'
+           << std::flush;
+  if (metrics_) return;
+  const std::string reason = std::strerror(errno);
+  // A full disk may have taken part of the line: cut it off, so that the file ends with the
+  // last whole line (closed first: closing flushes what is left in the stream's buffer).
+  metrics_.close();
+  if (!no_size) fs::resize_file(metrics_path_, size_before, no_size);
+  throw std::runtime_error("cannot write the metrics to " + metrics_path_ + ": " + reason +
+                           "; the lines of earlier steps are kept");
 }
 
 }  // namespace retriever

@@ -1,5 +1,7 @@
 #include "retriever/tokenizer.h"
 
+#include "retriever/files.h"
+
 #include <dlfcn.h>
 #include <sys/mman.h>
 #include <unistd.h>
@@ -220,7 +222,9 @@ size_t utf8_prefix_length(std::string_view text, size_t limit) {
                            "): " + message);
 }
 
-void write_file_atomically(const std::string& path, const std::string& bytes) {
+// The run directory's writer (files.h): fsync before the rename, and an error that names the
+// file and the system's reason ("No space left on device") rather than a guess.
+void write_model_file(const std::string& path, const std::string& bytes) {
   const fs::path target(path);
   std::error_code error;
   if (target.has_parent_path()) {
@@ -230,22 +234,10 @@ void write_file_atomically(const std::string& path, const std::string& bytes) {
                                "' for the tokenizer model: " + error.message());
     }
   }
-  const std::string temporary = path + ".tmp";
-  {
-    std::ofstream out(temporary, std::ios::binary | std::ios::trunc);
-    out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-    out.close();
-    if (!out) {
-      fs::remove(temporary, error);
-      throw std::runtime_error("cannot write the tokenizer model to '" + temporary +
-                               "': check that the directory is writable and the disk is not full");
-    }
-  }
-  fs::rename(temporary, target, error);
-  if (error) {
-    std::error_code ignored;
-    fs::remove(temporary, ignored);
-    throw std::runtime_error("cannot rename '" + temporary + "' to '" + path + "': " + error.message());
+  try {
+    write_file_atomic(path, bytes);
+  } catch (const std::runtime_error& e) {
+    throw std::runtime_error(std::string("cannot save the tokenizer model: ") + e.what());
   }
 }
 
@@ -377,7 +369,7 @@ Tokenizer Tokenizer::train(const std::vector<std::string>& texts, const Tokenize
     throw_training_error(error, options);
   }
   auto model = std::make_shared<const Model>(model_bytes, "(just trained)");
-  write_file_atomically(model_path, model_bytes);
+  write_model_file(model_path, model_bytes);
   return Tokenizer(std::move(model));
 }
 
