@@ -1,6 +1,7 @@
 // Training checkpoints: one file holding everything a run needs to continue bit-identically.
 #pragma once
 
+#include "retriever/data_fingerprint.h"
 #include "retriever/encoder.h"
 #include "retriever/train_config.h"
 
@@ -11,6 +12,8 @@
 #include <nlohmann/json.hpp>
 
 #include <cstdint>
+#include <optional>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -42,6 +45,14 @@ struct CheckpointInfo {
   nlohmann::json baseline = nullptr;          ///< metrics of the untrained model, if measured
   int64_t world_size = 1;                     ///< processes of the run that saved it
   std::vector<std::string> notices;           ///< settings of an earlier version, read under their new names
+  std::optional<DataFingerprint> data;        ///< the training data's files; none in checkpoints of earlier versions
+};
+
+/// A checkpoint that cannot be written or read: the message names the file and says what to do.
+/// LibTorch's errors come out as these, their backtraces left out.
+class CheckpointError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
 };
 
 /// Writes a checkpoint atomically (temporary file + rename): the model's parameters and
@@ -51,9 +62,26 @@ void save_checkpoint(const std::string& path, const CheckpointInfo& info, const 
                      torch::optim::Optimizer& optimizer, const GeneratorStates& generators,
                      const GradScaler* scaler = nullptr);
 
-/// Reads a checkpoint's info. Throws std::runtime_error saying what is wrong when the file is
-/// missing, corrupt or not a gradcache checkpoint.
+/// Reads a checkpoint's info. Throws CheckpointError saying what is wrong when the file is
+/// missing, damaged (a zip entry fails its CRC check: see zip_integrity.h), truncated or not a
+/// gradcache checkpoint.
 CheckpointInfo read_checkpoint_info(const std::string& path);
+
+/// A checkpoint's info and its model, with the weights.
+struct LoadedCheckpoint {
+  CheckpointInfo info;
+  BiEncoder model;
+};
+
+/// Verifies and loads a checkpoint held in memory (the bytes of a checkpoint.pt); `name`
+/// names it in messages. Every zip entry's CRC-32 is checked before LibTorch reads a byte.
+/// Throws CheckpointError on a byte string that is not a sound gradcache checkpoint, e.g.
+/// "checkpoint NAME is damaged: entry 'archive/data/3' fails its CRC check (stored 0x..,
+/// computed 0x..); restore it from a backup or retrain".
+LoadedCheckpoint load_checkpoint_bytes(const std::string& bytes, const std::string& name = "(in memory)");
+
+/// load_checkpoint_bytes on the file at `path` (a missing file is a CheckpointError too).
+LoadedCheckpoint load_checkpoint(const std::string& path);
 
 /// The model a config describes: the built-in Transformer (vocabulary config.vocab_size), or
 /// the given serialized TorchScript encoders. Freshly initialised from the current generator.

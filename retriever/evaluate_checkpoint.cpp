@@ -51,8 +51,7 @@ EvalReport evaluate_checkpoint(const EvalSettings& s) {
   if (std::filesystem::is_directory(s.checkpoint)) {
     report.checkpoint = (std::filesystem::path(s.checkpoint) / "checkpoint.pt").string();
   }
-  const auto info = read_checkpoint_info(report.checkpoint);
-  auto model = load_model(report.checkpoint, info);
+  auto [info, model] = load_checkpoint(report.checkpoint);
   const c10::Device device(s.device);
   model.to(device);
   const auto tokenizer = Tokenizer::from_serialized(info.tokenizer);

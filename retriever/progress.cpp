@@ -23,7 +23,8 @@ std::string format_duration(double seconds) {
 }
 
 std::string status(const StepRecord& r, bool with_bar) {
-  const double eta = r.step > 0 ? r.elapsed_s / r.step * (r.total_steps - r.step) : NAN;
+  const int64_t steps_here = r.step - r.first_step;  // elapsed_s counts this process's steps only
+  const double eta = steps_here > 0 ? r.elapsed_s / steps_here * (r.total_steps - r.step) : NAN;
   char text[256];
   std::snprintf(text, sizeof text, "step %lld/%lld  epoch %lld  loss %.4f  lr %.2e  %.0f pairs/s  peak %.0f MiB  ETA %s",
                 static_cast<long long>(r.step), static_cast<long long>(r.total_steps),

@@ -9,7 +9,8 @@ namespace gradcache {
 namespace retriever {
 
 struct StepRecord {
-  int64_t step = 0, total_steps = 0, epoch = 0;
+  int64_t step = 0, total_steps = 0, epoch = 0;  ///< the run's: a resumed run goes on counting
+  int64_t first_step = 0;  ///< steps done before this process began (a resumed run's): the ETA's rate leaves them out
   double loss = 0, lr = 0, pairs_per_s = 0, peak_rss_mb = 0, elapsed_s = 0;
 };
 

@@ -4,6 +4,7 @@
 #include "retriever/trainer.h"
 
 #include "retriever/batching.h"
+#include "retriever/data_fingerprint.h"
 #include "retriever/evaluate.h"
 #include "retriever/progress.h"
 #include "retriever/run_directory.h"
@@ -55,6 +56,8 @@ class Run {
   void set_up_machine();
   void open_directory();
   void load_data();
+  void fingerprint_data();
+  void check_resumed_position() const;
   void choose_chunk_sizes();
   void build_step();
   int64_t count_steps() const;
@@ -78,6 +81,7 @@ class Run {
   std::unique_ptr<RunDirectory> directory_;
   std::optional<CheckpointInfo> resumed_;
   std::unique_ptr<TrainingData> data_;
+  DataFingerprint data_fingerprint_;  // recorded in every checkpoint
   std::unique_ptr<TrainingModel> model_;
   std::unique_ptr<TrainingStep> step_;
   TrainProgress progress_state_;
@@ -123,6 +127,31 @@ void Run::load_data() {
                                          [this](const std::string& text) { log(text); });
   if (config_.model.empty()) config_.vocab_size = data_->tokenizer().vocab_size();
   if (!resumed_) directory_->write("tokenizer.model", data_->tokenizer().serialized());
+}
+
+// A resumed run must read the data the checkpoint was trained on: its position in them (epoch
+// order, batch) means nothing in other data.
+void Run::fingerprint_data() {
+  data_fingerprint_ = fingerprint_training_data(config_);
+  if (!resumed_) return;
+  if (resumed_->data) {
+    check_same_training_data(*resumed_->data, data_fingerprint_, directory_->checkpoint_path());
+  } else {
+    log(directory_->checkpoint_path() + " records no fingerprint of its training data (saved by an earlier "
+        "gradcache): changes to the data since then cannot be detected");
+  }
+}
+
+// Checked even where the fingerprint is missing (checkpoints of earlier versions): a position
+// past the end of the data's epoch would index past the data.
+void Run::check_resumed_position() const {
+  if (!resumed_ || progress_state_.batch_in_epoch < steps_per_epoch_) return;
+  throw std::invalid_argument(
+      "cannot resume " + directory_->checkpoint_path() + ": it stopped before batch " +
+      std::to_string(progress_state_.batch_in_epoch + 1) + " of epoch " + std::to_string(progress_state_.epoch + 1) +
+      ", but the " + std::to_string(data_->size()) + " training examples now make only " +
+      std::to_string(steps_per_epoch_) + " batches per epoch: the training data changed since it was saved. "
+      "Resume with the original data, or start a new run on these with --overwrite (or another --output).");
 }
 
 // --chunk-size auto: the largest chunks whose forward and backward fit --chunk-memory,
@@ -207,11 +236,8 @@ void Run::record_step(double loss, size_t pairs, double step_seconds, int64_t fi
   record.pairs_per_s = pairs / std::max(1e-9, step_seconds);
   record.peak_rss_mb = peak_rss_mb();
   record.elapsed_s = seconds_since(loop_start);
-  record.step -= first_step;  // rates and ETA over this process's steps
-  record.total_steps -= first_step;
+  record.first_step = first_step;
   progress_->update(record);
-  record.step += first_step;
-  record.total_steps += first_step;
   if (progress_state_.step % config_.log_every == 0 || progress_state_.step == result_.total_steps) {
     directory_->append_metrics(record);
   }
@@ -254,6 +280,7 @@ void Run::save() {
   info.tokenizer = data_->tokenizer().serialized();
   info.progress = progress_state_;
   info.baseline = baseline_;
+  info.data = data_fingerprint_;
   auto generators = capture_generators(device_);
   if (group_) {  // every rank's generators, so that each resumes its own dropout stream
     generators.cpu = group_->all_gather_rows(generators.cpu);
@@ -304,6 +331,7 @@ TrainResult Run::execute() {
   open_directory();
   if (group_) group_->check_same("settings", distributed_invariant(config_).dump());
   load_data();
+  fingerprint_data();
   model_ = std::make_unique<TrainingModel>(config_, device_, group_.get(), rank_,
                                            TrainingModel::Resume{resumed_ ? &*resumed_ : nullptr,
                                                                  directory_->checkpoint_path()});
@@ -314,6 +342,7 @@ TrainResult Run::execute() {
   const auto n = static_cast<int64_t>(data_->size());
   steps_per_epoch_ = config_.keep_last ? (n + config_.batch_size - 1) / config_.batch_size : n / config_.batch_size;
   result_.total_steps = count_steps();
+  check_resumed_position();
   log("training on " + std::to_string(n) + " examples: " + std::to_string(result_.total_steps) + " steps of " +
       std::to_string(config_.batch_size) + " pairs, mode " + config_.mode + ", " + config_.precision + ", " +
       describe_passes(config_) + "; threads: " + describe_threads() +

@@ -104,6 +104,11 @@ void TrainingData::tokenize_training(const TaskData& task) {
 }
 
 std::vector<int64_t> TrainingData::batch_examples(const std::vector<int64_t>& order, int64_t batch_in_epoch) const {
+  if (batch_in_epoch < 0 || static_cast<uint64_t>(batch_in_epoch) * config_.batch_size >= order.size()) {
+    throw std::out_of_range("batch " + std::to_string(batch_in_epoch + 1) + " of an epoch does not exist: " +
+                            std::to_string(order.size()) + " examples make fewer batches of " +
+                            std::to_string(config_.batch_size));
+  }
   const auto begin = static_cast<size_t>(batch_in_epoch * config_.batch_size);
   std::vector<int64_t> examples(order.begin() + begin,
                                 order.begin() + std::min(order.size(), begin + static_cast<size_t>(config_.batch_size)));

@@ -39,6 +39,24 @@ done
 expect_status 0 $? "eval"
 grep -q '"recall@10"' "$work/eval.json" || fail "eval --json printed no recall@10"
 
+# A damaged checkpoint (one byte changed inside a tensor): eval and --resume refuse it, naming
+# the entry, without LibTorch's backtrace, and leave it as it is.
+cp -r "$work/run" "$work/damaged"
+ckpt="$work/damaged/checkpoint.pt"
+offset=$(( $(stat -c %s "$ckpt") / 2 ))  # the weights fill most of the file
+byte=$(od -An -tu1 -j "$offset" -N1 "$ckpt" | tr -d ' ')
+printf "\\$(printf %03o $(( (byte + 1) % 256 )))" | dd of="$ckpt" bs=1 seek="$offset" conv=notrunc 2>/dev/null
+cp "$ckpt" "$work/damaged.pt"
+"$bin" eval --checkpoint "$work/damaged" --quick >/dev/null 2>"$work/damaged_eval.err"
+expect_status 1 $? "eval of a damaged checkpoint"
+grep -q "checkpoint $ckpt is damaged: entry 'archive/data/[0-9]*' fails its CRC check" "$work/damaged_eval.err" ||
+  fail "eval of a damaged checkpoint does not name the entry"
+"$bin" train --quick --output "$work/damaged" --resume >/dev/null 2>"$work/damaged_resume.err"
+expect_status 1 $? "--resume of a damaged checkpoint"
+grep -q "restore it from a backup or retrain" "$work/damaged_resume.err" || fail "--resume of a damaged checkpoint: no advice"
+cmp -s "$ckpt" "$work/damaged.pt" || fail "--resume changed the damaged checkpoint"
+grep -q "Exception raised from" "$work"/damaged_*.err && fail "a checkpoint error carries LibTorch's backtrace"
+
 # --eval-baseline false: only the trained model is evaluated.
 "$bin" train --quick --steps 2 --eval-baseline false --output "$work/nobase" >"$work/nobase.out" 2>"$work/nobase.err"
 expect_status 0 $? "train --eval-baseline false"
