@@ -1,6 +1,7 @@
 #include "retriever/evaluate_checkpoint.h"
 
 #include "retriever/checkpoint.h"
+#include "retriever/device.h"
 #include "retriever/evaluate.h"
 #include "retriever/task.h"
 
@@ -26,7 +27,7 @@ SettingsTable<EvalSettings> make_eval_settings() {
   t.add(field("on_bad_line", &S::on_bad_line, "--on-bad-line", "error or skip").checked(one_of({"error", "skip"})));
   t.add(field("batch_size", &S::batch_size, "--batch-size", "Encoding batch").checked(positive()));
   t.add(field("top_k", &S::top_k, "--top-k", "Documents ranked per query").checked(positive()));
-  t.add(field("device", &S::device, "--device", "cpu, cuda, ..."));
+  t.add(field("device", &S::device, "--device", "cpu, cuda, ...").checked(existing_device()));
   t.add(field("threads", &S::threads, "--threads", "Intra-op threads (0: 1)").checked(at_least(0)));
   t.add(field("quick", &S::quick, "--quick", "A small subset of the WordNet split (smoke tests)").as_switch());
   t.add_check([](const S& s) {

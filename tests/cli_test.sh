@@ -28,6 +28,27 @@ expect_status 1 $? "eval without a checkpoint"
 grep -q "no checkpoint at" "$work/nockpt.err" || fail "no message for a missing checkpoint"
 "$bin" --help | grep -q "train" || fail "--help does not list train"
 
+# Settings that cannot work are refused before any work: nothing is written under --output.
+refused() {  # name, expected message, then train flags
+  local name=$1 message=$2; shift 2
+  "$bin" train --quick --output "$work/$name" "$@" >/dev/null 2>"$work/$name.err"
+  expect_status 1 $? "train $*"
+  grep -q -- "$message" "$work/$name.err" || fail "train $*: no message '$message'"
+  [ -e "$work/$name" ] && fail "train $*: wrote $work/$name before refusing"
+}
+refused chunkmem "add --chunk-size auto or drop --chunk-memory" --chunk-memory 64M
+refused batch1 "--batch-size 1 without --negatives" --batch-size 1
+refused accum1 "--sub-batch-size 1 without --negatives" --mode accumulate --sub-batch-size 1
+refused gpu "--device must be cpu, cuda or cuda:N" --device gpu
+refused cuda99 "--device names a GPU" --device cuda:99
+refused tempzero "--temperature must be positive" --temperature 0
+"$bin" train --quick --temperature inf --output "$work/tempinf" >/dev/null 2>"$work/tempinf.err"
+expect_status 2 $? "--temperature inf"
+grep -q -- "--temperature expects a finite number" "$work/tempinf.err" || fail "no message for --temperature inf"
+"$bin" eval --checkpoint "$work/nowhere" --device cuda:99 >/dev/null 2>"$work/evalgpu.err"
+expect_status 1 $? "eval --device cuda:99"
+grep -q -- "--device names a GPU" "$work/evalgpu.err" || fail "eval --device cuda:99: no message naming --device"
+
 # A quick run on the built-in WordNet data, then eval of its checkpoint.
 "$bin" train --quick --output "$work/run" >"$work/run.out" 2>"$work/run.err"
 expect_status 0 $? "quick train"
@@ -38,6 +59,15 @@ done
 "$bin" eval --checkpoint "$work/run" --quick --json >"$work/eval.json" 2>"$work/eval.err"
 expect_status 0 $? "eval"
 grep -q '"recall@10"' "$work/eval.json" || fail "eval --json printed no recall@10"
+
+# One query per batch with hard negatives is a loss (without them it is refused above), but
+# with no in-batch negatives: a warning.
+printf 'a cat\ta small feline\ta large truck\na dog\ta barking pet\ta tall tree\n' >"$work/negatives.tsv"
+"$bin" train --quick --train-file "$work/negatives.tsv" --tokenizer "$work/run/tokenizer.model" --batch-size 1 \
+  --negatives 1 --steps 2 --eval false --output "$work/neg" >/dev/null 2>"$work/neg.err"
+expect_status 0 $? "train --batch-size 1 --negatives 1"
+grep -q "warning: --batch-size 1: each query is compared with only its 1 hard negatives" "$work/neg.err" ||
+  fail "no warning for --batch-size 1 with hard negatives"
 
 # --eval-baseline false: only the trained model is evaluated.
 "$bin" train --quick --steps 2 --eval-baseline false --output "$work/nobase" >"$work/nobase.out" 2>"$work/nobase.err"
@@ -61,7 +91,7 @@ expect_status 2 $? "a config file with an unknown key"
 grep -q 'unknown setting "batch_sise"' "$work/typo.err" || fail "no message for an unknown config key"
 
 # Former names still work, with a notice.
-"$bin" train --quick --steps 1 --eval false --memory-budget 64M --output "$work/old" >/dev/null 2>"$work/old.err"
+"$bin" train --quick --steps 1 --eval false --chunk-size auto --memory-budget 64M --output "$work/old" >/dev/null 2>"$work/old.err"
 expect_status 0 $? "the former flag --memory-budget"
 grep -q -- "--memory-budget is now --chunk-memory" "$work/old.err" || fail "no notice for --memory-budget"
 grep -q '"chunk_memory": 67108864' "$work/old/config.json" || fail "--memory-budget did not set chunk_memory"
