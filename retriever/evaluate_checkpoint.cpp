@@ -8,6 +8,8 @@
 #include <torch/torch.h>
 
 #include <filesystem>
+#include <string>
+#include <vector>
 
 namespace gradcache {
 namespace retriever {
@@ -44,8 +46,11 @@ const SettingsTable<EvalSettings>& eval_settings() {
   return table;
 }
 
-EvalReport evaluate_checkpoint(const EvalSettings& s) {
+EvalReport evaluate_checkpoint(const EvalSettings& s, const EvalControl& control) {
   eval_settings().validate(s);
+  auto log = [&](const std::string& line) {
+    if (control.log) control.log(line);
+  };
   torch::set_num_threads(s.threads > 0 ? static_cast<int>(s.threads) : 1);
   EvalReport report;
   report.checkpoint = s.checkpoint;
@@ -53,33 +58,33 @@ EvalReport evaluate_checkpoint(const EvalSettings& s) {
     report.checkpoint = (std::filesystem::path(s.checkpoint) / "checkpoint.pt").string();
   }
   const auto info = read_checkpoint_info(report.checkpoint);
+  // The data before the model: its errors (no usable query, ...) come before any loading.
+  EvalData data;
+  if (!s.corpus.empty()) {
+    std::vector<std::string> notices;
+    data = read_eval_files({s.corpus, s.queries, s.qrels}, parse_on_bad_line(s.on_bad_line), notices);
+    for (const auto& notice : notices) log(notice);
+  } else {
+    data = load_wordnet_eval(s.wordnet_dir.empty() ? info.config.wordnet_dir : s.wordnet_dir, s.split, s.quick);
+  }
   auto model = load_model(report.checkpoint, info);
   const c10::Device device(s.device);
   model.to(device);
   const auto tokenizer = Tokenizer::from_serialized(info.tokenizer);
-
-  EvalData data;
-  if (!s.corpus.empty()) {
-    const auto on_bad = parse_on_bad_line(s.on_bad_line);
-    data.name = s.queries;
-    data.corpus = read_collection(s.corpus, on_bad);
-    data.queries = read_collection(s.queries, on_bad);
-    data.qrels = read_qrels(s.qrels, on_bad);
-  } else {
-    data = load_wordnet_eval(s.wordnet_dir.empty() ? info.config.wordnet_dir : s.wordnet_dir, s.split, s.quick);
-  }
   const auto set = tokenize_eval_set(data.name, data.corpus, data.queries, data.qrels, tokenizer,
                                      static_cast<size_t>(info.config.query_max_len),
                                      static_cast<size_t>(info.config.passage_max_len));
+  log("encoding " + std::to_string(set.corpus.size()) + " passages and " + std::to_string(set.queries.size()) +
+      " queries on " + s.device);
   EvalOptions options;
   options.batch_size = s.batch_size;
   options.top_k = s.top_k;
   options.device = device;
+  options.stop = control.stop;
   report.metrics = evaluate(model, set, options);
   report.data_name = data.name;
   report.corpus_size = data.corpus.size();
   report.step = info.progress.step;
-  report.unknown_docs = set.unknown_docs;
   return report;
 }
 

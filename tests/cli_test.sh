@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# End-to-end checks of the gradcache program: usage errors, a quick train + eval, a config
-# file, and SIGINT (checkpoint, exit 130, then --resume finishes the run).
+# End-to-end checks of the gradcache program: usage errors, a quick train + eval, evaluation
+# files and their judgements, a config file, and signals (eval stops with 130/143; train saves a
+# checkpoint, exits 130, then --resume finishes the run).
 # Usage: cli_test.sh GRADCACHE_BINARY WORK_DIR
 set -uo pipefail
 bin=$1
@@ -59,6 +60,48 @@ done
 "$bin" eval --checkpoint "$work/run" --quick --json >"$work/eval.json" 2>"$work/eval.err"
 expect_status 0 $? "eval"
 grep -q '"recall@10"' "$work/eval.json" || fail "eval --json printed no recall@10"
+
+# Evaluation files: judgements of ids not in the queries file or the corpus are counted in a
+# notice; judgements that leave no query to evaluate are an error (not a table of zeros).
+awk 'BEGIN { for (i = 1; i <= 20000; i++) printf "d%d\tpassage %d about a cat and a dog\n", i, i }' >"$work/corpus.tsv"
+printf 'q1\ta small cat\nq2\ta dog\n' >"$work/queries.tsv"
+printf 'q1 0 d1 1\nq2 0 d2 1\nq9 0 d3 1\nq2 0 nowhere 1\n' >"$work/qrels.txt"
+printf 'x1 0 d1 1\nx2 0 d2 1\n' >"$work/other_qrels.txt"
+evaluate() {  # qrels file, then more eval flags
+  local qrels=$1; shift
+  "$bin" eval --checkpoint "$work/run" --corpus "$work/corpus.tsv" --queries "$work/queries.tsv" --qrels "$qrels" "$@"
+}
+evaluate "$work/other_qrels.txt" >"$work/noquery.out" 2>"$work/noquery.err"
+expect_status 1 $? "eval with judgements of other queries"
+grep -q "other_qrels.txt: no query can be evaluated: of 2 judgements, 2 name a query id not in" "$work/noquery.err" ||
+  fail "no message for judgements that leave no query"
+[ -s "$work/noquery.out" ] && fail "eval with no usable query printed metrics"
+evaluate "$work/qrels.txt" --top-k 10 >"$work/unknown.out" 2>"$work/unknown.err"
+expect_status 0 $? "eval with judgements of unknown ids"
+grep -q "1 of 4 judgements name a query id that is not in .*queries.tsv (e.g. 'q9')" "$work/unknown.err" ||
+  fail "no notice for a judgement of an unknown query"
+grep -q "1 of 4 judgements name a document id that is not in .*corpus.tsv (e.g. 'nowhere')" "$work/unknown.err" ||
+  fail "no notice for a judgement of an unknown document"
+grep -q "(2 queries, 20000 passages)" "$work/unknown.out" || fail "eval did not evaluate the 2 usable queries"
+
+# SIGINT / SIGTERM stop eval between encoding batches (20000 passages one by one take seconds):
+# 128 + the signal, as train, the reason on stderr, nothing on stdout.
+for signal in INT TERM; do
+  # Not through the function: $! would be a subshell's, which the signal would not reach.
+  "$bin" eval --checkpoint "$work/run" --corpus "$work/corpus.tsv" --queries "$work/queries.tsv" \
+    --qrels "$work/qrels.txt" --batch-size 1 >"$work/evalsig.out" 2>"$work/evalsig.err" &
+  pid=$!
+  for _ in $(seq 600); do
+    grep -q "encoding 20000 passages" "$work/evalsig.err" && break
+    sleep 0.05
+  done
+  kill -"$signal" "$pid"
+  wait "$pid"
+  status=$?
+  expect_status "$([ "$signal" = INT ] && echo 130 || echo 143)" "$status" "eval stopped by SIG$signal"
+  grep -q "stopped by SIG$signal before the evaluation finished" "$work/evalsig.err" || fail "eval did not say SIG$signal stopped it"
+  [ -s "$work/evalsig.out" ] && fail "eval stopped by SIG$signal printed metrics"
+done
 
 # One query per batch with hard negatives is a loss (without them it is refused above), but
 # with no in-batch negatives: a warning.
