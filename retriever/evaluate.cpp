@@ -9,6 +9,7 @@
 #include <chrono>
 #include <cstdio>
 #include <numeric>
+#include <string>
 
 namespace gradcache {
 namespace retriever {
@@ -26,18 +27,17 @@ TokenizedEvalSet tokenize_eval_set(std::string name, const TextCollection& corpu
     if (judged == qrels.end()) continue;
     for (const auto& [doc, grade] : judged->second) {
       auto row = corpus.index.find(doc);
-      if (row == corpus.index.end()) {
-        ++out.unknown_docs;
-        continue;
-      }
-      out.relevant[q][static_cast<int64_t>(row->second)] = grade;
+      if (row != corpus.index.end()) out.relevant[q][static_cast<int64_t>(row->second)] = grade;
     }
   }
   return out;
 }
 
+EvalStopped::EvalStopped(int signal)
+    : std::runtime_error("evaluation stopped by signal " + std::to_string(signal)), signal_(signal) {}
+
 at::Tensor encode_all(const gradcache::Model& model, const std::vector<std::vector<int64_t>>& tokens,
-                      int64_t batch_size, const c10::Device& device) {
+                      int64_t batch_size, const c10::Device& device, const std::atomic<int>* stop) {
   TORCH_CHECK(!tokens.empty(), "encode_all: nothing to encode");
   std::vector<int64_t> order(tokens.size());
   std::iota(order.begin(), order.end(), 0);
@@ -46,6 +46,7 @@ at::Tensor encode_all(const gradcache::Model& model, const std::vector<std::vect
   torch::NoGradGuard no_grad;
   std::vector<at::Tensor> parts;
   for (size_t start = 0; start < order.size(); start += static_cast<size_t>(batch_size)) {
+    if (stop && stop->load() != 0) throw EvalStopped(stop->load());
     std::vector<int64_t> rows(order.begin() + start,
                               order.begin() + std::min(order.size(), start + static_cast<size_t>(batch_size)));
     TokenBatch batch = pad_batch(tokens, rows);
@@ -66,8 +67,8 @@ RetrievalMetrics evaluate(BiEncoder& model, const TokenizedEvalSet& data, const 
     ~ModeGuard() { model.train(training); }
   } restore{model, model.is_training()};
   model.train(false);
-  auto docs = encode_all(model.passage_model(), data.corpus, options.batch_size, options.device);
-  auto queries = encode_all(model.query_model(), data.queries, options.batch_size, options.device);
+  auto docs = encode_all(model.passage_model(), data.corpus, options.batch_size, options.device, options.stop);
+  auto queries = encode_all(model.query_model(), data.queries, options.batch_size, options.device, options.stop);
   auto top = exact_top_k(queries, docs, options.top_k);
   auto indices = top.indices.to(torch::kCPU).contiguous();
   std::vector<std::vector<int64_t>> ranked(static_cast<size_t>(indices.size(0)));

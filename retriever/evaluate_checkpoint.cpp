@@ -1,12 +1,15 @@
 #include "retriever/evaluate_checkpoint.h"
 
 #include "retriever/checkpoint.h"
+#include "retriever/device.h"
 #include "retriever/evaluate.h"
 #include "retriever/task.h"
 
 #include <torch/torch.h>
 
 #include <filesystem>
+#include <string>
+#include <vector>
 
 namespace gradcache {
 namespace retriever {
@@ -26,7 +29,7 @@ SettingsTable<EvalSettings> make_eval_settings() {
   t.add(field("on_bad_line", &S::on_bad_line, "--on-bad-line", "error or skip").checked(one_of({"error", "skip"})));
   t.add(field("batch_size", &S::batch_size, "--batch-size", "Encoding batch").checked(positive()));
   t.add(field("top_k", &S::top_k, "--top-k", "Documents ranked per query").checked(positive()));
-  t.add(field("device", &S::device, "--device", "cpu, cuda, ..."));
+  t.add(field("device", &S::device, "--device", "cpu, cuda, ...").checked(existing_device()));
   t.add(field("threads", &S::threads, "--threads", "Intra-op threads (0: 1)").checked(at_least(0)));
   t.add(field("quick", &S::quick, "--quick", "A small subset of the WordNet split (smoke tests)").as_switch());
   t.add_check([](const S& s) {
@@ -43,41 +46,43 @@ const SettingsTable<EvalSettings>& eval_settings() {
   return table;
 }
 
-EvalReport evaluate_checkpoint(const EvalSettings& s) {
+EvalReport evaluate_checkpoint(const EvalSettings& s, const EvalControl& control) {
   eval_settings().validate(s);
+  auto log = [&](const std::string& line) {
+    if (control.log) control.log(line);
+  };
   torch::set_num_threads(s.threads > 0 ? static_cast<int>(s.threads) : 1);
   EvalReport report;
   report.checkpoint = s.checkpoint;
   if (std::filesystem::is_directory(s.checkpoint)) {
     report.checkpoint = (std::filesystem::path(s.checkpoint) / "checkpoint.pt").string();
   }
-  auto [info, model] = load_checkpoint(report.checkpoint);
-  const c10::Device device(s.device);
-  model.to(device);
-  const auto tokenizer = Tokenizer::from_serialized(info.tokenizer);
-
+  auto [info, model] = load_checkpoint(report.checkpoint);  // checked (CRCs) and read once
   EvalData data;
   if (!s.corpus.empty()) {
-    const auto on_bad = parse_on_bad_line(s.on_bad_line);
-    data.name = s.queries;
-    data.corpus = read_collection(s.corpus, on_bad);
-    data.queries = read_collection(s.queries, on_bad);
-    data.qrels = read_qrels(s.qrels, on_bad);
+    std::vector<std::string> notices;
+    data = read_eval_files({s.corpus, s.queries, s.qrels}, parse_on_bad_line(s.on_bad_line), notices);
+    for (const auto& notice : notices) log(notice);
   } else {
     data = load_wordnet_eval(s.wordnet_dir.empty() ? info.config.wordnet_dir : s.wordnet_dir, s.split, s.quick);
   }
+  const c10::Device device(s.device);
+  model.to(device);
+  const auto tokenizer = Tokenizer::from_serialized(info.tokenizer);
   const auto set = tokenize_eval_set(data.name, data.corpus, data.queries, data.qrels, tokenizer,
                                      static_cast<size_t>(info.config.query_max_len),
                                      static_cast<size_t>(info.config.passage_max_len));
+  log("encoding " + std::to_string(set.corpus.size()) + " passages and " + std::to_string(set.queries.size()) +
+      " queries on " + s.device);
   EvalOptions options;
   options.batch_size = s.batch_size;
   options.top_k = s.top_k;
   options.device = device;
+  options.stop = control.stop;
   report.metrics = evaluate(model, set, options);
   report.data_name = data.name;
   report.corpus_size = data.corpus.size();
   report.step = info.progress.step;
-  report.unknown_docs = set.unknown_docs;
   return report;
 }
 

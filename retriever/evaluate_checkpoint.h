@@ -5,7 +5,9 @@
 #include "retriever/metrics.h"
 #include "retriever/settings.h"
 
+#include <atomic>
 #include <cstdint>
+#include <functional>
 #include <string>
 
 namespace gradcache {
@@ -32,13 +34,20 @@ struct EvalReport {
   std::string data_name;   ///< e.g. "wordnet test", or the queries file
   size_t corpus_size = 0;
   int64_t step = 0;        ///< the checkpoint's training step
-  size_t unknown_docs = 0; ///< judged documents missing from the corpus (ignored)
   RetrievalMetrics metrics;
 };
 
+/// How evaluate_checkpoint reports as it goes, and how it is stopped.
+struct EvalControl {
+  /// Notices (skipped lines, judgements of unknown ids) and progress, one line each; null: none.
+  std::function<void(const std::string&)> log;
+  /// Once it holds a signal number, the evaluation stops between encoding batches (EvalStopped).
+  const std::atomic<int>* stop = nullptr;
+};
+
 /// Loads the checkpoint and the evaluation data, and evaluates. Throws std::exception
-/// subclasses naming the file or flag.
-EvalReport evaluate_checkpoint(const EvalSettings& settings);
+/// subclasses naming the file or flag (all before the encoding starts), or EvalStopped.
+EvalReport evaluate_checkpoint(const EvalSettings& settings, const EvalControl& control = {});
 
 }  // namespace retriever
 }  // namespace gradcache

@@ -53,6 +53,21 @@ void note_skipped(const std::string& path, const ReadStats& stats, std::vector<s
 
 }  // namespace
 
+EvalData read_eval_files(const JudgementFiles& files, OnBadLine on_bad, std::vector<std::string>& notices) {
+  EvalData eval;
+  eval.name = files.queries;
+  ReadStats corpus_stats, query_stats, qrels_stats;
+  eval.corpus = read_collection(files.corpus, on_bad, &corpus_stats);
+  eval.queries = read_collection(files.queries, on_bad, &query_stats);
+  eval.qrels = read_qrels(files.qrels, on_bad, &qrels_stats);
+  note_skipped(files.corpus, corpus_stats, notices);
+  note_skipped(files.queries, query_stats, notices);
+  note_skipped(files.qrels, qrels_stats, notices);
+  const auto unused = check_judgements(eval.corpus, eval.queries, eval.qrels, files);
+  notices.insert(notices.end(), unused.begin(), unused.end());
+  return eval;
+}
+
 EvalData load_wordnet_eval(const std::string& wordnet_dir, const std::string& split, bool quick) {
   WordNetOptions options;
   options.dir = wordnet_dir;
@@ -75,16 +90,7 @@ TaskData load_task(const TrainConfig& config, const std::string& split) {
     task.train = read_train_examples(config.train_file, on_bad, &stats);
     note_skipped(config.train_file, stats, task.notices);
     if (config.eval && !config.eval_corpus.empty()) {
-      EvalData eval;
-      eval.name = config.eval_queries;
-      ReadStats corpus_stats, query_stats, qrels_stats;
-      eval.corpus = read_collection(config.eval_corpus, on_bad, &corpus_stats);
-      eval.queries = read_collection(config.eval_queries, on_bad, &query_stats);
-      eval.qrels = read_qrels(config.eval_qrels, on_bad, &qrels_stats);
-      note_skipped(config.eval_corpus, corpus_stats, task.notices);
-      note_skipped(config.eval_queries, query_stats, task.notices);
-      note_skipped(config.eval_qrels, qrels_stats, task.notices);
-      task.eval = std::move(eval);
+      task.eval = read_eval_files({config.eval_corpus, config.eval_queries, config.eval_qrels}, on_bad, task.notices);
     }
   }
   if (config.quick) {

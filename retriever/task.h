@@ -1,6 +1,7 @@
 // The data a training run uses: the built-in WordNet task or the user's files.
 #pragma once
 
+#include "retriever/judgements.h"
 #include "retriever/text_data.h"
 #include "retriever/train_config.h"
 
@@ -30,6 +31,12 @@ struct TaskData {
 /// evaluation files if given. With --quick, a small deterministic subset.
 /// `split` picks WordNet's evaluation split: "test" or "dev".
 TaskData load_task(const TrainConfig& config, const std::string& split = "test");
+
+/// An evaluation set from its files (the corpus, the queries and their judgements), named after
+/// the queries file. Adds to `notices` what reading skipped (--on-bad-line skip) and the
+/// judgements that name ids not in the other files; throws DataError when no query is left to
+/// evaluate (check_judgements), before anything is encoded.
+EvalData read_eval_files(const JudgementFiles& files, OnBadLine on_bad, std::vector<std::string>& notices);
 
 /// The WordNet evaluation split alone (for `gradcache eval` without files).
 EvalData load_wordnet_eval(const std::string& wordnet_dir, const std::string& split, bool quick);

@@ -103,6 +103,10 @@ void for_each_line(const std::string& path, OnBadLine on_bad, ReadStats& stats, 
     try {
       if (const auto bad = find_invalid_utf8(line))
         throw BadLine{"invalid UTF-8 at byte " + std::to_string(*bad + 1) + " of the line"};
+      // NUL is valid UTF-8, but no text holds it; the JSON parser would read it as the end of
+      // the input and report that instead.
+      if (const size_t nul = line.find('\0'); nul != std::string::npos)
+        throw BadLine{"the line contains NUL bytes at byte " + std::to_string(nul + 1) + " (binary data?)"};
       if (parse(line)) ++stats.records;
     } catch (const BadLine& bad) {
       if (on_bad == OnBadLine::Error)

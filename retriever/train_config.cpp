@@ -1,10 +1,12 @@
 #include "retriever/train_config.h"
 
+#include "retriever/device.h"
 #include "retriever/files.h"
 #include "retriever/text_data.h"
 
 #include <gradcache/precision.h>
 
+#include <algorithm>
 #include <cctype>
 #include <cmath>
 #include <stdexcept>
@@ -196,7 +198,9 @@ void add_machine_settings(Table& t) {
             .per_rank()
             .free_on_resume()
             .checked(at_least(0)));
-  t.add(field("device", &TrainConfig::device, "--device", "cpu, cuda, cuda:1, ...").in_group(group));
+  t.add(field("device", &TrainConfig::device, "--device", "cpu, cuda, cuda:1, ...")
+            .in_group(group)
+            .checked(existing_device()));
   t.add(field("precision", &TrainConfig::precision, "--precision",
                 "fp32, bf16 (autocast; CPU or CUDA) or fp16 (autocast with loss scaling; CUDA). The loss and the "
                 "gradient cache stay fp32")
@@ -239,12 +243,38 @@ void add_output_settings(Table& t) {
             .checked(positive()));
 }
 
+// The queries one loss term compares: the batch, or accumulate's sub-batch (each its own loss).
+int64_t queries_per_loss(const TrainConfig& c) {
+  return c.mode == "accumulate" ? std::min(c.batch_size, c.sub_batch_size) : c.batch_size;
+}
+
+// The flag that makes a loss term hold one query when queries_per_loss is 1.
+std::string one_query_flag(const TrainConfig& c) {
+  return c.mode == "accumulate" && c.sub_batch_size < c.batch_size ? "--sub-batch-size" : "--batch-size";
+}
+
 // Checks of settings together; each message names the flags.
 void add_cross_checks(Table& t) {
   t.add_check([](const TrainConfig& c) {
     return !c.chunk_size_auto || c.chunk_memory > 0
                ? ""
                : "--chunk-size auto needs --chunk-memory (the bytes one chunk's forward and backward may use)";
+  });
+  // The default is 0: a positive value was set, and would size nothing.
+  t.add_check([](const TrainConfig& c) {
+    return c.chunk_size_auto || c.chunk_memory == 0
+               ? ""
+               : "--chunk-memory is used only with --chunk-size auto; add --chunk-size auto or drop --chunk-memory";
+  });
+  // One query and no hard negatives: its softmax has one entry, its own positive, so the loss
+  // is log 1 = 0 with zero gradient whatever the model. (With hard negatives it is a loss:
+  // setting_warnings says what it lacks.)
+  t.add_check([](const TrainConfig& c) {
+    if (queries_per_loss(c) > 1 || c.negatives > 0) return std::string();
+    const auto flag = one_query_flag(c);
+    return flag + " 1 without --negatives: each query is compared with its own positive only, so the loss is 0 "
+                  "whatever the model and nothing is learned; use a larger " + flag +
+           ", or hard negatives from the training file with --negatives k";
   });
   t.add_check([](const TrainConfig& c) {
     return c.epochs > 0 || c.steps > 0 ? "" : "--epochs or --steps must be positive";
@@ -351,6 +381,15 @@ void to_json(nlohmann::json& j, const TrainConfig& c) { j = train_settings().to_
 void from_json(const nlohmann::json& j, TrainConfig& c) { train_settings().read_json(j, c); }
 
 void validate(const TrainConfig& c) { train_settings().validate(c); }
+
+std::vector<std::string> setting_warnings(const TrainConfig& c) {
+  std::vector<std::string> warnings;
+  if (queries_per_loss(c) == 1 && c.negatives > 0) {
+    warnings.push_back(one_query_flag(c) + " 1: each query is compared with only its " + std::to_string(c.negatives) +
+                       " hard negatives, none of the other queries' passages (no in-batch negatives)");
+  }
+  return warnings;
+}
 
 int64_t parse_bytes(const std::string& text, const std::string& flag) {
   size_t used = 0;

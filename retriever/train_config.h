@@ -111,6 +111,10 @@ void from_json(const nlohmann::json& j, TrainConfig& c);
 /// Checks the values and their combinations; throws SettingsError naming the flag.
 void validate(const TrainConfig& c);
 
+/// Valid settings that are probably not what was meant (e.g. a contrastive batch of one query
+/// with hard negatives only), one line each naming the flags; empty when none.
+std::vector<std::string> setting_warnings(const TrainConfig& c);
+
 /// Bytes from "1073741824", "512M", "2G", "1.5GiB" (K/M/G/T are powers of 1024).
 /// Throws SettingsError naming `flag` otherwise.
 int64_t parse_bytes(const std::string& text, const std::string& flag);

@@ -328,6 +328,7 @@ TrainResult Run::execute() {
   validate(config_);
   const auto start = Clock::now();
   set_up_machine();
+  for (const auto& warning : setting_warnings(config_)) log("warning: " + warning);
   open_directory();
   if (group_) group_->check_same("settings", distributed_invariant(config_).dump());
   load_data();

@@ -41,9 +41,6 @@ TrainingData::TrainingData(const TrainConfig& config, const TokenizerSource& tok
     eval_set_ = tokenize_eval_set(task.eval->name, task.eval->corpus, task.eval->queries, task.eval->qrels,
                                   *tokenizer_, static_cast<size_t>(config_.query_max_len),
                                   static_cast<size_t>(config_.passage_max_len));
-    if (eval_set_->unknown_docs > 0) {
-      log("evaluation: " + std::to_string(eval_set_->unknown_docs) + " judged documents are not in the corpus (ignored)");
-    }
   }
 }
 

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# End-to-end checks of the gradcache program: usage errors, a quick train + eval, a config
-# file, and SIGINT (checkpoint, exit 130, then --resume finishes the run).
+# End-to-end checks of the gradcache program: usage errors, a quick train + eval, evaluation
+# files and their judgements, a config file, and signals (eval stops with 130/143; train saves a
+# checkpoint, exits 130, then --resume finishes the run).
 # Usage: cli_test.sh GRADCACHE_BINARY WORK_DIR
 set -uo pipefail
 bin=$1
@@ -27,6 +28,27 @@ grep -q "chunk-size must be positive" "$work/zero.err" || fail "no message for -
 expect_status 1 $? "eval without a checkpoint"
 grep -q "no checkpoint at" "$work/nockpt.err" || fail "no message for a missing checkpoint"
 "$bin" --help | grep -q "train" || fail "--help does not list train"
+
+# Settings that cannot work are refused before any work: nothing is written under --output.
+refused() {  # name, expected message, then train flags
+  local name=$1 message=$2; shift 2
+  "$bin" train --quick --output "$work/$name" "$@" >/dev/null 2>"$work/$name.err"
+  expect_status 1 $? "train $*"
+  grep -q -- "$message" "$work/$name.err" || fail "train $*: no message '$message'"
+  [ -e "$work/$name" ] && fail "train $*: wrote $work/$name before refusing"
+}
+refused chunkmem "add --chunk-size auto or drop --chunk-memory" --chunk-memory 64M
+refused batch1 "--batch-size 1 without --negatives" --batch-size 1
+refused accum1 "--sub-batch-size 1 without --negatives" --mode accumulate --sub-batch-size 1
+refused gpu "--device must be cpu, cuda or cuda:N" --device gpu
+refused cuda99 "--device names a GPU" --device cuda:99
+refused tempzero "--temperature must be positive" --temperature 0
+"$bin" train --quick --temperature inf --output "$work/tempinf" >/dev/null 2>"$work/tempinf.err"
+expect_status 2 $? "--temperature inf"
+grep -q -- "--temperature expects a finite number" "$work/tempinf.err" || fail "no message for --temperature inf"
+"$bin" eval --checkpoint "$work/nowhere" --device cuda:99 >/dev/null 2>"$work/evalgpu.err"
+expect_status 1 $? "eval --device cuda:99"
+grep -q -- "--device names a GPU" "$work/evalgpu.err" || fail "eval --device cuda:99: no message naming --device"
 
 # A quick run on the built-in WordNet data, then eval of its checkpoint.
 "$bin" train --quick --output "$work/run" >"$work/run.out" 2>"$work/run.err"
@@ -57,6 +79,57 @@ grep -q "restore it from a backup or retrain" "$work/damaged_resume.err" || fail
 cmp -s "$ckpt" "$work/damaged.pt" || fail "--resume changed the damaged checkpoint"
 grep -q "Exception raised from" "$work"/damaged_*.err && fail "a checkpoint error carries LibTorch's backtrace"
 
+# Evaluation files: judgements of ids not in the queries file or the corpus are counted in a
+# notice; judgements that leave no query to evaluate are an error (not a table of zeros).
+awk 'BEGIN { for (i = 1; i <= 20000; i++) printf "d%d\tpassage %d about a cat and a dog\n", i, i }' >"$work/corpus.tsv"
+printf 'q1\ta small cat\nq2\ta dog\n' >"$work/queries.tsv"
+printf 'q1 0 d1 1\nq2 0 d2 1\nq9 0 d3 1\nq2 0 nowhere 1\n' >"$work/qrels.txt"
+printf 'x1 0 d1 1\nx2 0 d2 1\n' >"$work/other_qrels.txt"
+evaluate() {  # qrels file, then more eval flags
+  local qrels=$1; shift
+  "$bin" eval --checkpoint "$work/run" --corpus "$work/corpus.tsv" --queries "$work/queries.tsv" --qrels "$qrels" "$@"
+}
+evaluate "$work/other_qrels.txt" >"$work/noquery.out" 2>"$work/noquery.err"
+expect_status 1 $? "eval with judgements of other queries"
+grep -q "other_qrels.txt: no query can be evaluated: of 2 judgements, 2 name a query id not in" "$work/noquery.err" ||
+  fail "no message for judgements that leave no query"
+[ -s "$work/noquery.out" ] && fail "eval with no usable query printed metrics"
+evaluate "$work/qrels.txt" --top-k 10 >"$work/unknown.out" 2>"$work/unknown.err"
+expect_status 0 $? "eval with judgements of unknown ids"
+grep -q "1 of 4 judgements name a query id that is not in .*queries.tsv (e.g. 'q9')" "$work/unknown.err" ||
+  fail "no notice for a judgement of an unknown query"
+grep -q "1 of 4 judgements name a document id that is not in .*corpus.tsv (e.g. 'nowhere')" "$work/unknown.err" ||
+  fail "no notice for a judgement of an unknown document"
+grep -q "(2 queries, 20000 passages)" "$work/unknown.out" || fail "eval did not evaluate the 2 usable queries"
+
+# SIGINT / SIGTERM stop eval between encoding batches (20000 passages one by one take seconds):
+# 128 + the signal, as train, the reason on stderr, nothing on stdout.
+for signal in INT TERM; do
+  # Not through the function: $! would be a subshell's, which the signal would not reach.
+  "$bin" eval --checkpoint "$work/run" --corpus "$work/corpus.tsv" --queries "$work/queries.tsv" \
+    --qrels "$work/qrels.txt" --batch-size 1 >"$work/evalsig.out" 2>"$work/evalsig.err" &
+  pid=$!
+  for _ in $(seq 600); do
+    grep -q "encoding 20000 passages" "$work/evalsig.err" && break
+    sleep 0.05
+  done
+  kill -"$signal" "$pid"
+  wait "$pid"
+  status=$?
+  expect_status "$([ "$signal" = INT ] && echo 130 || echo 143)" "$status" "eval stopped by SIG$signal"
+  grep -q "stopped by SIG$signal before the evaluation finished" "$work/evalsig.err" || fail "eval did not say SIG$signal stopped it"
+  [ -s "$work/evalsig.out" ] && fail "eval stopped by SIG$signal printed metrics"
+done
+
+# One query per batch with hard negatives is a loss (without them it is refused above), but
+# with no in-batch negatives: a warning.
+printf 'a cat\ta small feline\ta large truck\na dog\ta barking pet\ta tall tree\n' >"$work/negatives.tsv"
+"$bin" train --quick --train-file "$work/negatives.tsv" --tokenizer "$work/run/tokenizer.model" --batch-size 1 \
+  --negatives 1 --steps 2 --eval false --output "$work/neg" >/dev/null 2>"$work/neg.err"
+expect_status 0 $? "train --batch-size 1 --negatives 1"
+grep -q "warning: --batch-size 1: each query is compared with only its 1 hard negatives" "$work/neg.err" ||
+  fail "no warning for --batch-size 1 with hard negatives"
+
 # --eval-baseline false: only the trained model is evaluated.
 "$bin" train --quick --steps 2 --eval-baseline false --output "$work/nobase" >"$work/nobase.out" 2>"$work/nobase.err"
 expect_status 0 $? "train --eval-baseline false"
@@ -79,7 +152,7 @@ expect_status 2 $? "a config file with an unknown key"
 grep -q 'unknown setting "batch_sise"' "$work/typo.err" || fail "no message for an unknown config key"
 
 # Former names still work, with a notice.
-"$bin" train --quick --steps 1 --eval false --memory-budget 64M --output "$work/old" >/dev/null 2>"$work/old.err"
+"$bin" train --quick --steps 1 --eval false --chunk-size auto --memory-budget 64M --output "$work/old" >/dev/null 2>"$work/old.err"
 expect_status 0 $? "the former flag --memory-budget"
 grep -q -- "--memory-budget is now --chunk-memory" "$work/old.err" || fail "no notice for --memory-budget"
 grep -q '"chunk_memory": 67108864' "$work/old/config.json" || fail "--memory-budget did not set chunk_memory"

@@ -1,4 +1,5 @@
 // Readers of collections (corpus, queries) and relevance judgements: formats and bad lines.
+#include "retriever/judgements.h"
 #include "tests/retriever/text_test_util.h"
 
 #include <gtest/gtest.h>
@@ -132,4 +133,48 @@ TEST(Qrels, BadLines) {
   expect_data_error([&] { read_qrels(header_only); }, header_only, 0, "no judgements");
   const auto missing = dir.path("none.tsv");
   expect_data_error([&] { read_qrels(missing); }, missing, 0, "cannot open");
+}
+
+// ---- judgements against their queries and corpus ----------------------------------------------
+
+namespace {
+
+TextCollection collection_of(const Strings& ids) {
+  TextCollection c;
+  for (const auto& id : ids) c.add(id, "text of " + id);
+  return c;
+}
+
+const JudgementFiles kFiles{"corpus.tsv", "queries.tsv", "qrels.txt"};
+
+}  // namespace
+
+TEST(Judgements, UnknownQueryAndDocumentIdsAreCountedWithAnExample) {
+  const auto corpus = collection_of({"d1", "d2"});
+  const auto queries = collection_of({"q1", "q2"});
+  const Qrels qrels{{"q1", {{"d1", 1}, {"d9", 1}}}, {"q2", {{"d2", 1}}}, {"q7", {{"d1", 1}}}, {"q8", {{"d2", 2}}}};
+  const auto notices = check_judgements(corpus, queries, qrels, kFiles);
+  ASSERT_EQ(notices.size(), 2u);
+  EXPECT_EQ(notices[0], "qrels.txt: 2 of 5 judgements name a query id that is not in queries.tsv (e.g. 'q7'); "
+                        "they are ignored");
+  EXPECT_EQ(notices[1], "qrels.txt: 1 of 5 judgements name a document id that is not in corpus.tsv (e.g. 'd9'); "
+                        "they are ignored");
+  EXPECT_TRUE(check_judgements(corpus, queries, {{"q1", {{"d1", 1}}}}, kFiles).empty());
+}
+
+TEST(Judgements, NoUsableQueryIsAnErrorThatSaysWhy) {
+  const auto corpus = collection_of({"d1", "d2"});
+  const auto queries = collection_of({"q1", "q2"});
+  // Query ids from another data set.
+  expect_data_error([&] { check_judgements(corpus, queries, {{"x1", {{"d1", 1}}}, {"x2", {{"d2", 1}}}}, kFiles); },
+                    "qrels.txt", 0,
+                    "no query can be evaluated: of 2 judgements, 2 name a query id not in queries.tsv (e.g. 'x1')");
+  // Known queries, but their documents are missing from the corpus.
+  expect_data_error([&] { check_judgements(corpus, queries, {{"q1", {{"z1", 1}}}}, kFiles); }, "qrels.txt", 0,
+                    "1 name a document id not in corpus.tsv (e.g. 'z1')");
+  // Known queries and documents, but no judgement says relevant.
+  expect_data_error([&] { check_judgements(corpus, queries, {{"q1", {{"d1", 0}}}, {"q2", {{"d2", -1}}}}, kFiles); },
+                    "qrels.txt", 0, "2 have a grade <= 0 (not relevant)");
+  // One usable query is enough.
+  EXPECT_EQ(check_judgements(corpus, queries, {{"q1", {{"d1", 0}}}, {"q2", {{"d2", 1}}}}, kFiles).size(), 0u);
 }

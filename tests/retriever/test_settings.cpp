@@ -190,3 +190,74 @@ TEST(EvalSettings, FlagsAndChecksComeFromTheirTable) {
             std::string::npos);
   EXPECT_TRUE(table.find("checkpoint")->is_required);
 }
+
+// --chunk-memory only sizes --chunk-size auto: set without it (flag or config file) it would be
+// silently ignored, so it is refused.
+TEST(TrainConfig, ChunkMemoryWithoutChunkSizeAutoIsRefused) {
+  const auto none = nlohmann::json::object();
+  const std::string expected = "--chunk-memory is used only with --chunk-size auto; add --chunk-size auto or drop";
+  EXPECT_NE(settings_error([&] { gr::validate(gr::build_train_config(none, {{"chunk_memory", "512M"}})); })
+                .find(expected),
+            std::string::npos);
+  EXPECT_NE(settings_error([&] { gr::validate(gr::build_train_config({{"chunk_memory", 1 << 20}}, {})); })
+                .find(expected),
+            std::string::npos);
+  EXPECT_NO_THROW(gr::validate(gr::build_train_config(none, {{"chunk_memory", "512M"}, {"chunk_size", "auto"}})));
+  EXPECT_NO_THROW(gr::validate(gr::build_train_config(none, {{"chunk_size", "auto"}, {"chunk_memory", "512M"}})));
+  EXPECT_NO_THROW(gr::validate(gr::build_train_config(none, {{"chunk_memory", "0"}})));  // the default: no effect
+}
+
+// One query per loss term and no hard negatives: the softmax has one entry, the loss is log 1 = 0
+// whatever the model, and nothing is learned. With hard negatives it is a (weak) loss: a warning.
+TEST(TrainConfig, ALossOverOneQueryNeedsHardNegatives) {
+  gr::TrainConfig c;
+  c.batch_size = 1;
+  EXPECT_NE(settings_error([&] { gr::validate(c); }).find("--batch-size 1 without --negatives"), std::string::npos);
+  EXPECT_TRUE(gr::setting_warnings(gr::TrainConfig{}).empty());
+  c.negatives = 2;
+  EXPECT_NO_THROW(gr::validate(c));
+  ASSERT_EQ(gr::setting_warnings(c).size(), 1u);
+  EXPECT_NE(gr::setting_warnings(c)[0].find("only its 2 hard negatives"), std::string::npos);
+  c = gr::TrainConfig{};  // accumulate: each sub-batch is a loss of its own
+  c.mode = "accumulate";
+  c.sub_batch_size = 1;
+  EXPECT_NE(settings_error([&] { gr::validate(c); }).find("--sub-batch-size 1 without --negatives"),
+            std::string::npos);
+  c.mode = "cache";  // sub-batches are accumulate's only
+  EXPECT_NO_THROW(gr::validate(c));
+}
+
+// --device is checked with the settings, before the tokenizer is trained or the model built.
+TEST(TrainConfig, DeviceMustExistOnThisMachine) {
+  gr::TrainConfig c;
+  gr::EvalSettings e;
+  e.checkpoint = "runs/x";
+  for (const std::string device : {"gpu", "cuda:99", "cpu:1:2", ""}) {
+    c.device = e.device = device;
+    EXPECT_NE(settings_error([&] { gr::validate(c); }).find("--device"), std::string::npos) << device;
+    EXPECT_NE(settings_error([&] { gr::eval_settings().validate(e); }).find("--device"), std::string::npos) << device;
+  }
+  c.device = e.device = "cuda";
+  if (torch::cuda::is_available()) {
+    EXPECT_NO_THROW(gr::validate(c));
+  } else {
+    EXPECT_NE(settings_error([&] { gr::validate(c); }).find("CUDA is not available"), std::string::npos);
+    EXPECT_NE(settings_error([&] { gr::eval_settings().validate(e); }).find("use --device cpu"), std::string::npos);
+  }
+  c.device = "cpu";
+  EXPECT_NO_THROW(gr::validate(c));
+}
+
+// inf is refused when the flag is read, 0 and negative temperatures by the check: all before any work.
+TEST(TrainConfig, TemperatureMustBePositiveAndFinite) {
+  const auto none = nlohmann::json::object();
+  for (const char* text : {"0", "-0.05"}) {
+    EXPECT_NE(settings_error([&] { gr::validate(gr::build_train_config(none, {{"temperature", text}})); })
+                  .find("--temperature must be positive"),
+              std::string::npos)
+        << text;
+  }
+  EXPECT_NE(settings_error([&] { gr::build_train_config(none, {{"temperature", "inf"}}); })
+                .find("--temperature expects a finite number"),
+            std::string::npos);
+}

@@ -81,6 +81,22 @@ TEST(TextData, TextCollectionRejectsDuplicateIds) {
   EXPECT_EQ(collection.texts[0], "first");
 }
 
+// A line of NUL bytes (a binary file, a file being written) is named as such, with its file and
+// line, in every reader; a JSON parser would call it "unexpected end of input".
+TEST(TextData, NulBytesAreNamedWithFileAndLine) {
+  TempDir dir;
+  const std::string nul_line(6, '\0');
+  const auto train = dir.write("train.jsonl", "{\"query\": \"q\", \"positives\": [\"p\"]}\n" + nul_line + "\n");
+  expect_data_error([&] { read_train_examples(train); }, train, 2, "NUL bytes at byte 1 (binary data?)");
+  const auto corpus = dir.write("corpus.tsv", "d1\tone\nd2\ttw" + std::string(1, '\0') + "o\n");
+  expect_data_error([&] { read_collection(corpus); }, corpus, 2, "NUL bytes at byte 6 (binary data?)");
+  const auto qrels = dir.write("qrels.txt", "q1 0 d1 1\n" + nul_line + "\n");
+  expect_data_error([&] { read_qrels(qrels); }, qrels, 2, "NUL bytes");
+  ReadStats stats;  // skipped like any bad line
+  EXPECT_EQ(read_collection(corpus, OnBadLine::Skip, &stats).size(), 1u);
+  EXPECT_EQ(stats.skipped, 1u);
+}
+
 // ---- training examples ----------------------------------------------------------------------------
 
 TEST(TrainExamples, JsonlWithStringLists) {

@@ -171,6 +171,26 @@ TEST(Task, SkippedLinesAreCountedAndNamed) {
   EXPECT_TRUE(gr::load_task(config).notices.empty());
 }
 
+// Judgements of ids the other evaluation files lack: counted in a notice; none usable: an error
+// from the data, before the tokenizer is trained (train writes no tokenizer.model).
+TEST(Task, JudgementsOfUnknownIdsAreNotedAndNoUsableQueryIsRefused) {
+  TempDir dir;
+  write_task(dir);
+  write(dir / "some_unknown.txt", gr::read_file(dir / "qrels.txt") + "q500 0 d1 1\n");
+  auto config = tiny_config(dir);
+  config.eval_qrels = dir / "some_unknown.txt";
+  const auto task = gr::load_task(config);
+  ASSERT_EQ(task.notices.size(), 1u);
+  EXPECT_NE(task.notices[0].find("1 of 97 judgements name a query id that is not in"), std::string::npos)
+      << task.notices[0];
+  write(dir / "none_usable.txt", "x1 0 d1 1\nq2 0 x2 1\n");
+  config.eval_qrels = dir / "none_usable.txt";
+  config.output = dir / "none";
+  EXPECT_NE(error_of([&] { gr::train(config, quiet()); }).find("none_usable.txt: no query can be evaluated"),
+            std::string::npos);
+  EXPECT_FALSE(std::filesystem::exists(dir / "none/tokenizer.model"));
+}
+
 TEST(Trainer, AFailedOverwriteLeavesTheOldRunAndABadMetricsPathIsRefused) {
   TempDir dir;
   write_task(dir);

@@ -4,18 +4,19 @@
 #include "commands.h"
 #include "setting_flags.h"
 
+#include "retriever/evaluate.h"
 #include "retriever/evaluate_checkpoint.h"
 
+#include <csignal>
 #include <iostream>
 
 namespace gradcache {
 namespace cli {
 namespace {
 
+const char* signal_name(int signal) { return signal == SIGINT ? "SIGINT" : signal == SIGTERM ? "SIGTERM" : "a signal"; }
+
 void print(const retriever::EvalReport& report, bool json) {
-  if (report.unknown_docs > 0) {
-    std::cerr << "eval: " << report.unknown_docs << " judged documents are not in the corpus (ignored)\n";
-  }
   if (json) {
     auto j = retriever::to_json(report.metrics);
     j["eval"] = report.data_name;
@@ -47,7 +48,17 @@ std::function<int()> add_eval_command(CLI::App& app) {
       std::cerr << "gradcache eval: error: " << e.what() << std::endl;
       return 2;  // a usage error, like the parser's
     }
-    print(retriever::evaluate_checkpoint(settings), *json);
+    retriever::EvalControl control;
+    control.log = [](const std::string& line) { std::cerr << "gradcache eval: " << line << std::endl; };
+    control.stop = &stop_signal;
+    try {
+      print(retriever::evaluate_checkpoint(settings, control), *json);
+    } catch (const retriever::EvalStopped& stopped) {
+      // As train: 128 + the signal (130 for SIGINT, 143 for SIGTERM); nothing printed on stdout.
+      std::cerr << "gradcache eval: stopped by " << signal_name(stopped.signal())
+                << " before the evaluation finished; no metrics were printed" << std::endl;
+      return 128 + stopped.signal();
+    }
     return 0;
   };
 }
