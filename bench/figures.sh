@@ -2,7 +2,7 @@
 # Every measured figure the README and docs/ quote, regenerated into docs/ (JSON and logs
 # that the text names). Run on an otherwise idle machine: the runs go one after another.
 #
-#   bash bench/figures.sh [PART...]      # default: all parts below, in this order
+#   bash bench/figures.sh [PART...]      # default: the parts below but fuzz, in this order
 #
 # Parts and what they write (about how long each takes on the 2-core machine):
 #   exactness    docs/exactness.log: the [exactness] lines of the core tests (10 s)
@@ -12,6 +12,8 @@
 #   streaming    docs/streaming_bench.json, docs/streaming_bench.png: dense vs streaming loss (3 min)
 #   tiles        docs/streaming_tiles.json: the streaming loss's time at N = 8192 per tile size (1 min)
 #   soak         docs/soak.json: RSS over 1,000 training steps, growth after warm-up (2 min)
+#   fuzz         docs/fuzz.log: scripts/fuzz.sh 60, each fuzz target's runs, exec/s, coverage
+#                (6 min once build-asan is built, 10-30 min more before; not in the default list)
 #   sorting      docs/length_sorting.json: the program with and without length sorting (2 min)
 #   main         docs/main_job.log: the README's main job, `bash scripts/main.sh` (4-6 min)
 #   shape        docs/code_shape.json: function and file lengths, the lines of one cache step
@@ -48,6 +50,9 @@ for part in "${parts[@]}"; do
         mv docs/streaming_tiles.json.tmp docs/streaming_tiles.json ;;
     soak)
       "$bench" soak --json >docs/soak.json.tmp && mv docs/soak.json.tmp docs/soak.json ;;
+    fuzz)
+      { echo "\$ bash scripts/fuzz.sh 60   # $(date -u +%Y-%m-%dT%H:%MZ), load average $(cut -d' ' -f1 /proc/loadavg)"
+        bash scripts/fuzz.sh 60 2>&1 | sed -n '/^== summary/,$p'; } >docs/fuzz.log.tmp && mv docs/fuzz.log.tmp docs/fuzz.log ;;
     sorting)
       python3 bench/length_sorting.py --out docs/length_sorting.json ;;
     main)

@@ -44,12 +44,14 @@ for target in $targets; do
     train_examples | collection | qrels) dict=(-dict="$root/fuzz/readers.dict") ;;
     *) [ -f "$root/fuzz/$target.dict" ] && dict=(-dict="$root/fuzz/$target.dict") ;;
   esac
+  max_len=8192  # text files: a few lines; checkpoints: the seed (a tiny model, 291 KB: its tokenizer)
+  [ "$target" = checkpoint ] && max_len=400000
   log=$work/fuzz_$target.log
   echo "== fuzz_$target for $seconds s (log: $log)"
   # -timeout: an input taking over 10 s is a hang; -rss_limit_mb: more than 2 GB is a blow-up.
   # Leak checking is libFuzzer's default (-detect_leaks=1).
   if "$binary" "$corpus" "${seeds[@]}" "${dict[@]}" \
-       -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 -max_len=8192 -print_final_stats=1 \
+       -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 -max_len="$max_len" -print_final_stats=1 \
        -artifact_prefix="$work/artifacts/$target-" >"$log" 2>&1; then
     result=ok
   else
