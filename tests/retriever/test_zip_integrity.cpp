@@ -18,8 +18,10 @@ struct ZipEntry {
   bool deflate = false;
 };
 
+// `value` little-endian in `width` bytes; bytes past the eighth are zero (a shift by 64 or more
+// is undefined).
 void put(std::string& out, uint64_t value, int width) {
-  for (int i = 0; i < width; ++i) out += static_cast<char>((value >> (8 * i)) & 0xFF);
+  for (int i = 0; i < width; ++i) out += static_cast<char>(i < 8 ? (value >> (8 * i)) & 0xFF : 0);
 }
 
 std::string raw_deflate(const std::string& data) {
