@@ -19,6 +19,7 @@
 #include <cmath>
 #include <cstdint>
 #include <functional>
+#include <limits>
 #include <stdexcept>
 #include <string>
 #include <type_traits>
@@ -139,6 +140,23 @@ nlohmann::json parse_setting_text(const std::string& text, const std::string& fl
   }
 }
 
+/// `value` (from a JSON file) as a T. A number that T cannot hold is refused rather than
+/// converted: 64.7 or 1e30 for an integer, -1 for an unsigned one (a double out of an
+/// integer's range is undefined behaviour in C++, found by fuzzing config files).
+template <class T>
+T json_setting_value(const nlohmann::json& value, const std::string& key) {
+  if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool>) {
+    const bool fits = value.is_number_unsigned()
+                          ? value.get<uint64_t>() <= static_cast<uint64_t>(std::numeric_limits<T>::max())
+                          : value.is_number_integer() && (std::is_signed_v<T> || value.get<int64_t>() >= 0);
+    if (value.is_number() && !fits) {
+      throw SettingsError("setting \"" + key + "\" expects " +
+                          (std::is_signed_v<T> ? "an integer" : "a non-negative integer") + ", got " + value.dump());
+    }
+  }
+  return value.get<T>();  // other mismatches (a string for a number, ...) throw json's type_error
+}
+
 /// A setting stored in `member` of Config: JSON and flag text of the member's type.
 template <class Config, class T>
 Setting<Config> field(std::string key, T Config::*member, std::string flag, std::string help) {
@@ -147,7 +165,7 @@ Setting<Config> field(std::string key, T Config::*member, std::string flag, std:
   s.flag = flag;
   s.help = std::move(help);
   s.get = [member](const Config& c) { return nlohmann::json(c.*member); };
-  s.set = [member](Config& c, const nlohmann::json& value) { value.get_to(c.*member); };
+  s.set = [member, key](Config& c, const nlohmann::json& value) { c.*member = json_setting_value<T>(value, key); };
   s.parse = [key, flag](const std::string& text) {
     return nlohmann::json{{key, parse_setting_text<T>(text, flag.empty() ? key : flag)}};
   };

@@ -133,3 +133,17 @@ TEST(ConfigFuzzFindings, ParseErrorQuotingInvalidUtf8IsPrintable) {
     EXPECT_NE(message.find("\\xB3"), std::string::npos) << message;
   }
 }
+
+// fuzz_config: an integer setting given a number it cannot hold. nlohmann converted 1.1e30 to
+// int64_t (undefined behaviour, UBSan's report), and 64.7 silently to 64.
+TEST(ConfigFuzzFindings, AnIntegerSettingRefusesNumbersItCannotHold) {
+  for (const std::string value : {"1.11111e+30", "64.7", "18446744073709551615", "-1e3"}) {
+    try {
+      parse_settings_text("{\"batch_size\": " + value + "}", "config.json");
+      FAIL() << "batch_size " << value << " was accepted";
+    } catch (const SettingsError& e) {
+      EXPECT_NE(std::string(e.what()).find("\"batch_size\" expects an integer"), std::string::npos) << e.what();
+    }
+  }
+  EXPECT_NO_THROW(parse_settings_text("{\"batch_size\": 64, \"lr\": 1, \"steps\": 9223372036854775807}", "config.json"));
+}
