@@ -14,6 +14,9 @@
 #   soak         docs/soak.json: RSS over 1,000 training steps, growth after warm-up (2 min)
 #   fuzz         docs/fuzz.log: scripts/fuzz.sh 60, each fuzz target's runs, exec/s, coverage
 #                (6 min once build-asan is built, 10-30 min more before; not in the default list)
+#   ci           docs/ci.log: `bash .ci/run` on a clean clone of HEAD in a scratch directory (a
+#                cold build, as CI's): each step's time, the sanitizer tests' and the fuzz
+#                targets' summaries (40 min; not in the default list)
 #   sorting      docs/length_sorting.json: the program with and without length sorting (2 min)
 #   main         docs/main_job.log: the README's main job, `bash scripts/main.sh` (4-6 min)
 #   shape        docs/code_shape.json: function and file lengths, the lines of one cache step
@@ -53,6 +56,14 @@ for part in "${parts[@]}"; do
     fuzz)
       { echo "\$ bash scripts/fuzz.sh 60   # $(date -u +%Y-%m-%dT%H:%MZ), load average $(cut -d' ' -f1 /proc/loadavg)"
         bash scripts/fuzz.sh 60 2>&1 | sed -n '/^== summary/,$p'; } >docs/fuzz.log.tmp && mv docs/fuzz.log.tmp docs/fuzz.log ;;
+    ci)
+      clone=$(mktemp -d /tmp/gradcache-ci.XXXXXX)
+      git clone -q . "$clone"
+      { echo "\$ bash .ci/run   # on a clean clone of $(git rev-parse --short HEAD), $(date -u +%Y-%m-%dT%H:%MZ), load average $(cut -d' ' -f1 /proc/loadavg)"
+        (cd "$clone" && bash .ci/run 2>&1) |
+          grep -E '^(====|== sanitize.sh|fuzz_|  [a-z].*: [0-9]+ s$|[0-9]+% tests passed|Total Test time)'; } \
+        >docs/ci.log.tmp && mv docs/ci.log.tmp docs/ci.log
+      rm -rf "$clone" ;;
     sorting)
       python3 bench/length_sorting.py --out docs/length_sorting.json ;;
     main)

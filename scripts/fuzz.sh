@@ -9,6 +9,9 @@
 #   BUILD_DIR  the sanitizer build directory (default: build-asan); corpora and crashes go in
 #              BUILD_DIR/fuzz/
 #   TARGETS    which targets (default: every fuzz/fuzz_*.cpp, e.g. "config qrels")
+#   FUZZ_SEED  libFuzzer's random seed (default: 1, so that a run from the committed seeds
+#              tries the same inputs in the same order each time and CI cannot fail by luck;
+#              set another, or 0 for a random one, to explore further)
 #
 # The committed seeds (fuzz/corpus/<target>/) are read, never written: new inputs go to
 # BUILD_DIR/fuzz/corpus/<target>/, so a second run starts where the first stopped.
@@ -20,6 +23,7 @@ set -euo pipefail
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 seconds=${1:-60}
+fuzz_seed=${FUZZ_SEED:-1}
 if ! [[ $seconds =~ ^[0-9]+$ ]] || [ "$seconds" -lt 1 ]; then
   echo "usage: $0 [seconds per target, a positive integer; default 60]" >&2
   exit 2
@@ -51,7 +55,7 @@ for target in $targets; do
   # -timeout: an input taking over 10 s is a hang; -rss_limit_mb: more than 2 GB is a blow-up.
   # Leak checking is libFuzzer's default (-detect_leaks=1).
   if "$binary" "$corpus" "${seeds[@]}" "${dict[@]}" \
-       -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 -max_len="$max_len" -print_final_stats=1 \
+       -max_total_time="$seconds" -seed="$fuzz_seed" -timeout=10 -rss_limit_mb=2048 -max_len="$max_len" -print_final_stats=1 \
        -artifact_prefix="$work/artifacts/$target-" >"$log" 2>&1; then
     result=ok
   else
