@@ -1,5 +1,6 @@
-// Shared by the libFuzzer targets of the text readers (retriever/text_data.h). The readers take
-// a path, so each input is written to a scratch file with the extension that selects the format.
+// Shared by the libFuzzer targets: check() and check_message() by all; scratch files and the
+// format choice by those of the text readers (retriever/text_data.h), which take a path, so
+// each input is written to a scratch file with the extension that selects the format.
 //
 // Besides "no crash, no hang, no leak" (the sanitizers and libFuzzer check those), every target
 // checks the readers' documented contract on every input:

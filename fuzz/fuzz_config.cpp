@@ -4,23 +4,15 @@
 // - the only exception is SettingsError, with a valid UTF-8 message;
 // - a config that validates is saved and read back unchanged (config.json round trip), and
 //   holds no null (a non-finite number is stored as null and the run could not be resumed).
-#include "retriever/text_data.h"
+#include "fuzz_common.h"
 #include "retriever/train_config.h"
 
 #include <cstdint>
-#include <cstdio>
-#include <cstdlib>
 #include <string>
 
 using namespace gradcache::retriever;
 
 namespace {
-
-void check(bool condition, const char* what, const std::string& detail = {}) {
-  if (condition) return;
-  std::fprintf(stderr, "contract violated: %s: %s\n", what, detail.c_str());
-  std::abort();
-}
 
 bool holds_null(const nlohmann::json& j) {
   if (j.is_null()) return true;
@@ -34,9 +26,9 @@ bool holds_null(const nlohmann::json& j) {
 
 void check_round_trip(const TrainConfig& config) {
   const nlohmann::json saved = config;
-  check(!holds_null(saved), "a valid config saves no null", saved.dump());
+  fuzz::check(!holds_null(saved), "a valid config saves no null", saved.dump());
   const nlohmann::json again = read_saved_config(nlohmann::json::parse(saved.dump()));
-  check(again == saved, "config.json round trip", saved.dump());
+  fuzz::check(again == saved, "config.json round trip", saved.dump());
 }
 
 }  // namespace
@@ -49,7 +41,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     validate(config);
     check_round_trip(config);
   } catch (const SettingsError& error) {
-    check(!find_invalid_utf8(error.what()).has_value(), "message is not valid UTF-8", error.what());
+    fuzz::check_message(error.what());
   }
   return 0;
 }
