@@ -9,6 +9,8 @@ packages=(
   libgloo-dev python3-torch                # torch.distributed (c10d/Gloo) and torchrun
   libsentencepiece-dev libcli11-dev nlohmann-json3-dev libfmt-dev  # the CLI
   wordnet-base                             # the CLI's built-in default data
+  libfaiss-dev libxapian-dev               # dense search (FAISS) and the BM25 baseline (Xapian)
+  python3-sentencepiece                    # tests: an exported model used from Python
   libbenchmark-dev gnuplot-nox             # benchmarks and plots
   clang libclang-rt-14-dev                 # sanitizer builds and libFuzzer (scripts/sanitize.sh, fuzz.sh)
 )

@@ -2,6 +2,7 @@
 //
 //   gradcache train [flags]   train a bi-encoder (default: the WordNet reverse dictionary)
 //   gradcache eval  [flags]   evaluate a checkpoint
+// Each command lives in its own file (train_command.cpp, ...) and registers itself below.
 #include "commands.h"
 
 #include <c10/util/Exception.h>
@@ -12,6 +13,8 @@
 #include <csignal>
 #include <cstring>
 #include <iostream>
+#include <map>
+#include <string>
 
 namespace gradcache {
 namespace cli {
@@ -62,9 +65,11 @@ int main(int argc, char** argv) {
   CLI::App app{"gradcache: train and evaluate dense retrievers with Gradient Cache (batches far beyond memory, "
                "exact full-batch gradients)"};
   app.require_subcommand(1);
-  std::function<int()> action;
-  auto train = gradcache::cli::add_train_command(app);
-  auto eval = gradcache::cli::add_eval_command(app);
+  // Each command: its flags on `app`, and the action to run once parsing succeeded.
+  const std::map<std::string, std::function<int()>> actions = {
+      {"train", gradcache::cli::add_train_command(app)},
+      {"eval", gradcache::cli::add_eval_command(app)},
+  };
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -73,7 +78,7 @@ int main(int argc, char** argv) {
   const std::string command = app.get_subcommands().front()->get_name();
   install_signal_handlers();
   try {
-    return command == "train" ? train() : eval();
+    return actions.at(command)();
   } catch (const c10::Error& e) {
     std::cerr << "gradcache " << command << ": error: " << e.what_without_backtrace() << std::endl;
   } catch (const std::exception& e) {
