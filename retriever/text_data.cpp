@@ -9,6 +9,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <initializer_list>
 #include <utility>
 
 namespace gradcache::retriever {
@@ -210,12 +211,28 @@ std::string passage_text(const json& item, const std::string& what) {
   return with_title(title->get_ref<const std::string&>(), std::move(body));
 }
 
-std::vector<std::string> passage_list(const json& list, const char* key) {
+// An optional id under the first of `keys` present: a string or an integer; "" when none.
+std::string optional_id(const json& object, std::initializer_list<const char*> keys) {
+  for (const char* key : keys) {
+    const json* id = find_key(object, key);
+    if (!id || id->is_null()) continue;
+    if (id->is_number_integer()) return id->dump();
+    if (!id->is_string())
+      throw BadLine{std::string("\"") + key + "\" must be a string or an integer, got " + id->type_name()};
+    return std::string(trim(id->get_ref<const std::string&>()));
+  }
+  return "";
+}
+
+// The texts of a list of passages and, when `ids` is given, their ids ("" where absent).
+std::vector<std::string> passage_list(const json& list, const char* key, std::vector<std::string>* ids = nullptr) {
   if (!list.is_array()) throw BadLine{std::string("\"") + key + "\" must be a list, got " + list.type_name()};
   std::vector<std::string> texts;
   texts.reserve(list.size());
-  for (size_t i = 0; i < list.size(); ++i)
+  for (size_t i = 0; i < list.size(); ++i) {
     texts.push_back(passage_text(list[i], std::string("\"") + key + "\"[" + std::to_string(i) + "]"));
+    if (ids) ids->push_back(list[i].is_object() ? optional_id(list[i], {"docid", "id"}) : "");
+  }
   return texts;
 }
 
@@ -225,11 +242,12 @@ TrainExample train_example_from_json(const std::string& line) {
   const json* query = find_key(object, "query");
   if (!query) throw BadLine{"missing \"query\""};
   example.query = nonempty_string(*query, "\"query\"");
+  example.query_id = optional_id(object, {"query_id", "qid"});
 
   const char* key = nullptr;
   const json* positives = find_either(object, "positives", "positive_passages", &key);
   if (!positives) throw BadLine{"missing \"positives\" (or \"positive_passages\")"};
-  example.positives = passage_list(*positives, key);
+  example.positives = passage_list(*positives, key, &example.positive_ids);
   if (example.positives.empty()) throw BadLine{std::string("no positives: \"") + key + "\" is empty"};
 
   if (const json* negatives = find_either(object, "negatives", "negative_passages", &key))
@@ -249,6 +267,7 @@ TrainExample train_example_from_tsv(std::string_view line) {
   TrainExample example;
   example.query = field(0, "the query");
   example.positives.push_back(field(1, "the positive"));
+  example.positive_ids.emplace_back();
   for (size_t i = 2; i < fields.size(); ++i) example.negatives.push_back(field(i, "a negative"));
   return example;
 }

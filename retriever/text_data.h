@@ -59,6 +59,10 @@ struct TrainExample {
   std::string query;
   std::vector<std::string> positives;  // at least one
   std::vector<std::string> negatives;  // hard negatives, may be empty
+  /// Ids when the file gives them (JSONL "query_id"/"qid"; a passage object's "docid"/"id"),
+  /// else "": mining matches judgements and corpus documents by them.
+  std::string query_id;
+  std::vector<std::string> positive_ids;  // one per positive
 };
 
 /// Training pairs from a file; the format follows the extension (case-insensitive):
@@ -66,7 +70,8 @@ struct TrainExample {
 ///   "negatives": [...]} where list items are strings or objects {"text": str, "title": str
 ///   (optional)}, and Tevatron's own key names "positive_passages" / "negative_passages"
 ///   (objects with "docid", "title", "text"). A title, when non-empty, is joined as
-///   "title text" (one space). Other keys are ignored.
+///   "title text" (one space). "query_id" (or "qid") and the passages' "docid" (or "id"),
+///   strings or integers, are kept when present. Other keys are ignored.
 /// - .tsv / .txt: query<TAB>positive[<TAB>negative...]
 /// Texts are trimmed of surrounding whitespace; a UTF-8 byte order mark and CR line ends are
 /// accepted. Blank lines are ignored. Bad lines (malformed JSON, wrong types, missing query, no

@@ -239,7 +239,12 @@ RetrievalData load_wordnet(const WordNetOptions& options) {
 
       const int bucket = wordnet_bucket(synset.key);
       if (bucket < options.train_percent) {
-        data.train.push_back(TrainExample{std::move(synset.definition), {std::move(synset.passage)}, {}});
+        TrainExample example;
+        example.query = std::move(synset.definition);
+        example.positives = {std::move(synset.passage)};
+        example.query_id = synset.key;
+        example.positive_ids = {passage_id};
+        data.train.push_back(std::move(example));
       } else if (bucket < options.train_percent + options.dev_percent) {
         data.dev_qrels[synset.key][passage_id] = 1;
         data.dev_queries.add(std::move(synset.key), std::move(synset.definition));

@@ -39,9 +39,9 @@ struct WordNetOptions {
 /// "n00001740"; keys are unique because offsets are unique within a file. Each synset goes to
 /// train / dev / test by FNV-1a 64 of its key modulo 100 (< train_percent: train; then
 /// dev_percent buckets: dev; else test), so the split is the same across runs and machines.
-/// Query ids are the synset keys. Train examples have one positive (the passage) and no
-/// negatives. Synsets whose definition is empty are skipped. The corpus holds the passages of
-/// all synsets, train ones included.
+/// Query ids are the synset keys. Train examples have one positive (the passage, with its
+/// corpus id), the synset key as query id, and no negatives. Synsets whose definition is empty
+/// are skipped. The corpus holds the passages of all synsets, train ones included.
 /// Throws std::invalid_argument on percentages outside 0..100 or summing above 100, and
 /// DataError naming the file when a data file is missing (with a hint to install the Debian
 /// package wordnet-base) or a line is malformed.

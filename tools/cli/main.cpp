@@ -69,6 +69,7 @@ int main(int argc, char** argv) {
   const std::map<std::string, std::function<int()>> actions = {
       {"train", gradcache::cli::add_train_command(app)},
       {"eval", gradcache::cli::add_eval_command(app)},
+      {"mine", gradcache::cli::add_mine_command(app)},
   };
   try {
     app.parse(argc, argv);

@@ -1,0 +1,265 @@
+#include "retriever/mine.h"
+
+#include "retriever/checkpoint.h"
+#include "retriever/device.h"
+#include "retriever/evaluate.h"
+#include "retriever/files.h"
+#include "retriever/search.h"
+#include "retriever/text_data.h"
+#include "retriever/tokenizer.h"
+#include "retriever/wordnet.h"
+
+#include <torch/torch.h>
+
+#include <nlohmann/json.hpp>
+
+#include <filesystem>
+#include <stdexcept>
+#include <unordered_map>
+#include <vector>
+
+namespace gradcache::retriever {
+namespace {
+
+SettingsTable<MineSettings> make_mine_settings() {
+  using S = MineSettings;
+  SettingsTable<S> t;
+  t.add(field("run", &S::run, "--run", "Dense retrieval with this run: checkpoint.pt (or best.pt) or its directory")
+            .in_group("Retrieval"));
+  t.add(field("train_file", &S::train_file, "--train-file",
+              "Training queries and positives (JSONL or TSV, as train reads); default: WordNet's train split")
+            .in_group("Data"));
+  t.add(field("corpus", &S::corpus, "--corpus",
+              "Documents to mine (id<TAB>text or JSONL); default: WordNet's corpus, or the training file's passages")
+            .in_group("Data"));
+  t.add(field("qrels", &S::qrels, "--qrels", "Judgements (TREC or BEIR): documents marked relevant are never negatives")
+            .in_group("Data"));
+  t.add(field("wordnet_dir", &S::wordnet_dir, "--wordnet-dir", "WordNet database").in_group("Data"));
+  t.add(field("on_bad_line", &S::on_bad_line, "--on-bad-line", "error or skip").checked(one_of({"error", "skip"}))
+            .in_group("Data"));
+  t.add(field("output", &S::output, "--output", "The mined training file (Tevatron JSONL)").required().in_group("Output"));
+  t.add(field("overwrite", &S::overwrite, "--overwrite", "Replace an existing --output").as_switch().in_group("Output"));
+  t.add(field("negatives", &S::negatives, "--negatives", "Negatives per query").checked(positive()).in_group("Mining"));
+  t.add(field("depth", &S::depth, "--depth", "Rank range FIRST:LAST the negatives are drawn from (1-based)")
+            .in_group("Mining"));
+  t.add(field("margin", &S::margin, "--margin",
+              "Positive-aware filter (dense): keep a candidate only if its score < margin x the positive's; 0: off")
+            .checked(at_least(0.0)).in_group("Mining"));
+  t.add(field("seed", &S::seed, "--seed", "Seed of the draw among the candidates").in_group("Mining"));
+  t.add(field("limit", &S::limit, "--limit", "Only the first N training queries (0: all)").checked(at_least(0))
+            .in_group("Mining"));
+  t.add(field("batch_size", &S::batch_size, "--batch-size", "Encoding batch").checked(positive()).in_group("Machine"));
+  t.add(field("device", &S::device, "--device", "cpu, cuda, ...").checked(existing_device()).in_group("Machine"));
+  t.add(field("threads", &S::threads, "--threads", "Intra-op threads (0: 1)").checked(at_least(0)).in_group("Machine"));
+  t.add_check([](const S& s) {
+    if (s.run.empty()) return std::string("give --run (dense retrieval with a trained run)");
+    return std::string();
+  });
+  t.add_check([](const S& s) {
+    MiningOptions options;
+    try {
+      parse_depth(s.depth, options);
+    } catch (const std::invalid_argument& e) {
+      return std::string(e.what());
+    }
+    return std::string();
+  });
+  return t;
+}
+
+// Training queries, the corpus they are mined from, and the judgements.
+struct MiningData {
+  std::vector<TrainExample> examples;
+  TextCollection corpus;
+  Qrels qrels;
+  std::unordered_map<std::string, std::vector<int64_t>> rows_by_text;  // corpus rows of each text
+};
+
+// Every distinct passage of the training file as a corpus: its docid when given, else "d<N>".
+TextCollection passages_of(const std::vector<TrainExample>& examples, const std::string& path) {
+  TextCollection corpus;
+  std::unordered_map<std::string, size_t> seen;
+  auto add = [&](const std::string& text, const std::string& id) {
+    if (seen.count(text)) return;
+    seen.emplace(text, corpus.size());
+    const std::string doc_id = id.empty() ? "d" + std::to_string(corpus.size()) : id;
+    if (corpus.index.count(doc_id))
+      throw DataError(path, 0, "docid \"" + doc_id + "\" is given to two different passages; make docids unique "
+                                                     "or pass the documents with --corpus");
+    corpus.add(doc_id, text);
+  };
+  for (const auto& e : examples) {
+    for (size_t i = 0; i < e.positives.size(); ++i) add(e.positives[i], e.positive_ids[i]);
+    for (const auto& n : e.negatives) add(n, "");
+  }
+  return corpus;
+}
+
+MiningData load_mining_data(const MineSettings& s, std::vector<std::string>& notices) {
+  MiningData data;
+  const OnBadLine on_bad = parse_on_bad_line(s.on_bad_line);
+  if (s.train_file.empty()) {
+    WordNetOptions options;
+    options.dir = s.wordnet_dir;
+    auto wordnet = load_wordnet(options);
+    data.examples = std::move(wordnet.train);
+    data.corpus = std::move(wordnet.corpus);
+  } else {
+    ReadStats stats;
+    data.examples = read_train_examples(s.train_file, on_bad, &stats);
+    if (stats.skipped > 0)
+      notices.push_back(s.train_file + ": skipped " + std::to_string(stats.skipped) + " bad lines");
+    data.corpus = s.corpus.empty() ? passages_of(data.examples, s.train_file) : TextCollection{};
+  }
+  if (!s.corpus.empty()) data.corpus = read_collection(s.corpus, on_bad);
+  if (!s.qrels.empty()) data.qrels = read_qrels(s.qrels, on_bad);
+  if (s.limit > 0 && data.examples.size() > static_cast<size_t>(s.limit)) data.examples.resize(s.limit);
+  for (size_t row = 0; row < data.corpus.size(); ++row)
+    data.rows_by_text[data.corpus.texts[row]].push_back(static_cast<int64_t>(row));
+  return data;
+}
+
+// What query `e` may not take as a negative: its positives (by id and by identical text) and the
+// documents its judgements mark relevant.
+std::unordered_set<int64_t> excluded_rows(const MiningData& data, const TrainExample& e) {
+  std::unordered_set<int64_t> rows;
+  for (size_t i = 0; i < e.positives.size(); ++i) {
+    if (auto it = data.rows_by_text.find(e.positives[i]); it != data.rows_by_text.end())
+      rows.insert(it->second.begin(), it->second.end());
+    if (auto it = data.corpus.index.find(e.positive_ids[i]); it != data.corpus.index.end())
+      rows.insert(static_cast<int64_t>(it->second));
+  }
+  if (auto judged = data.qrels.find(e.query_id); !e.query_id.empty() && judged != data.qrels.end()) {
+    for (const auto& [doc, grade] : judged->second) {
+      auto it = data.corpus.index.find(doc);
+      if (grade > 0 && it != data.corpus.index.end()) rows.insert(static_cast<int64_t>(it->second));
+    }
+  }
+  return rows;
+}
+
+
+// Ranks the corpus for every query with a trained run: both sides encoded without dropout,
+// exact top-k by inner product. With a margin, each query's score of its first positive too.
+std::vector<MiningQuery> retrieve_dense(const MineSettings& s, const MiningData& data, int64_t k,
+                                        const MineControl& control, std::string& source) {
+  source = std::filesystem::is_directory(s.run) ? (std::filesystem::path(s.run) / "checkpoint.pt").string() : s.run;
+  auto [info, model] = load_checkpoint(source);
+  const c10::Device device(s.device);
+  model.to(device);
+  model.train(false);
+  const auto tokenizer = Tokenizer::from_serialized(info.tokenizer);
+  auto tokens = [&](const std::vector<std::string>& texts, int64_t max_len) {
+    std::vector<std::vector<int64_t>> out;
+    out.reserve(texts.size());
+    for (const auto& text : texts) out.push_back(tokenizer.encode(text, static_cast<size_t>(max_len)));
+    return out;
+  };
+  std::vector<std::string> query_texts, positive_texts;
+  for (const auto& e : data.examples) {
+    query_texts.push_back(e.query);
+    positive_texts.push_back(e.positives.front());
+  }
+  if (control.log)
+    control.log("encoding " + std::to_string(data.corpus.size()) + " documents and " +
+                std::to_string(query_texts.size()) + " queries with " + source);
+  const auto docs = encode_all(model.passage_model(), tokens(data.corpus.texts, info.config.passage_max_len),
+                               s.batch_size, device, control.stop);
+  const auto queries = encode_all(model.query_model(), tokens(query_texts, info.config.query_max_len),
+                                  s.batch_size, device, control.stop);
+  const auto top = exact_top_k(queries, docs, k);
+  at::Tensor positive_scores;
+  if (s.margin > 0) {
+    const auto positives = encode_all(model.passage_model(), tokens(positive_texts, info.config.passage_max_len),
+                                      s.batch_size, device, control.stop);
+    positive_scores = (queries * positives).sum(1).to(torch::kCPU).contiguous();
+  }
+  const auto indices = top.indices.to(torch::kCPU).contiguous();
+  const auto scores = top.scores.to(torch::kCPU).contiguous();
+  std::vector<MiningQuery> out(data.examples.size());
+  for (size_t q = 0; q < out.size(); ++q) {
+    const int64_t* row = indices[q].data_ptr<int64_t>();
+    const float* score = scores[q].data_ptr<float>();
+    out[q].ranked.assign(row, row + indices.size(1));
+    out[q].scores.assign(score, score + scores.size(1));
+    if (positive_scores.defined()) out[q].positive_score = positive_scores[q].item<float>();
+  }
+  return out;
+}
+
+// A passage of the output file: {"docid", "text"}.
+nlohmann::ordered_json passage_json(const std::string& id, const std::string& text) {
+  return {{"docid", id}, {"text", text}};
+}
+
+// Tevatron JSONL: one line per query with its positives and the chosen negatives.
+std::string mined_jsonl(const MiningData& data, const std::vector<std::vector<int64_t>>& negatives) {
+  std::string out;
+  for (size_t q = 0; q < data.examples.size(); ++q) {
+    const TrainExample& e = data.examples[q];
+    nlohmann::ordered_json line = {{"query_id", e.query_id.empty() ? "q" + std::to_string(q) : e.query_id},
+                           {"query", e.query},
+                           {"positive_passages", nlohmann::ordered_json::array()},
+                           {"negative_passages", nlohmann::ordered_json::array()}};
+    for (size_t i = 0; i < e.positives.size(); ++i) {
+      std::string id = e.positive_ids[i];
+      if (auto it = data.rows_by_text.find(e.positives[i]); id.empty() && it != data.rows_by_text.end())
+        id = data.corpus.ids[it->second.front()];
+      line["positive_passages"].push_back(passage_json(id, e.positives[i]));
+    }
+    for (int64_t row : negatives[q])
+      line["negative_passages"].push_back(passage_json(data.corpus.ids[row], data.corpus.texts[row]));
+    out += line.dump() + "\n";
+  }
+  return out;
+}
+
+// Refuses a mining whose queries cannot all get --negatives negatives: train would fail on it.
+void check_enough(const MineSettings& s, const MiningOptions& options, const MiningStats& stats) {
+  if (stats.short_queries == 0) return;
+  throw std::runtime_error(
+      "--negatives " + std::to_string(s.negatives) + ": " + std::to_string(stats.short_queries) + " of " +
+      std::to_string(stats.queries) + " queries have fewer candidates in ranks " + s.depth + " (fewest: " +
+      std::to_string(stats.fewest_candidates) + ", after dropping " + std::to_string(stats.excluded) +
+      " positives/relevant and " + std::to_string(stats.above_margin) + " above the margin); use a deeper --depth "
+      "(e.g. " + std::to_string(options.first_rank) + ":" + std::to_string(2 * options.last_rank) +
+      "), fewer --negatives" + (s.margin > 0 ? " or a larger --margin" : "") + "; nothing was written");
+}
+
+}  // namespace
+
+const SettingsTable<MineSettings>& mine_settings() {
+  static const SettingsTable<MineSettings> table = make_mine_settings();
+  return table;
+}
+
+}  // namespace gradcache::retriever
+
+namespace gradcache::retriever {
+
+MineReport mine(const MineSettings& s, const MineControl& control) {
+  mine_settings().validate(s);
+  if (!s.overwrite && std::filesystem::exists(s.output))
+    throw std::runtime_error("--output " + s.output + " exists; pass --overwrite to replace it");
+  torch::set_num_threads(s.threads > 0 ? static_cast<int>(s.threads) : 1);
+  MiningOptions options;
+  parse_depth(s.depth, options);
+  options.negatives = s.negatives;
+  options.margin = s.margin;
+  options.seed = s.seed;
+  std::vector<std::string> notices;
+  const MiningData data = load_mining_data(s, notices);
+  for (const auto& notice : notices)
+    if (control.log) control.log(notice);
+  MineReport report;
+  report.output = s.output;
+  report.corpus_size = data.corpus.size();
+  std::vector<MiningQuery> queries = retrieve_dense(s, data, options.last_rank, control, report.source);
+  for (size_t q = 0; q < queries.size(); ++q) queries[q].excluded = excluded_rows(data, data.examples[q]);
+  const auto negatives = choose_negatives(queries, options, report.stats);
+  check_enough(s, options, report.stats);
+  write_file_atomic(s.output, mined_jsonl(data, negatives));
+  return report;
+}
+
+}  // namespace gradcache::retriever

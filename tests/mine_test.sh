@@ -1,0 +1,70 @@
+#!/usr/bin/env bash
+# `gradcache mine` end to end on a tiny task: mine negatives with a trained run, check the file
+# (Tevatron JSONL, no positive among the negatives, seeded), train on it with --negatives, and
+# bad input (no run, an existing output, more negatives than the ranks hold, a bad --depth).
+# Usage: mine_test.sh GRADCACHE_BINARY WORK_DIR
+set -uo pipefail
+bin=$1
+work=$2
+rm -rf "$work"
+mkdir -p "$work"
+source "$(dirname "$0")/tiny_task.sh"
+fail() {
+  echo "FAIL: $*" >&2
+  for f in "$work"/*.err; do echo "--- $f"; tail -5 "$f"; done >&2
+  exit 1
+}
+expect_status() {  # expected, actual, what
+  [ "$1" = "$2" ] || fail "$3: exit status $2, expected $1"
+}
+
+write_tiny_task "$work"
+"$bin" train "${tiny_flags[@]}" --steps 20 --output "$work/run" >/dev/null 2>"$work/train.err"
+expect_status 0 $? "training the tiny run"
+
+mine=("$bin" mine --run "$work/run" --train-file "$work/train.tsv" --negatives 3 --depth 2:30)
+"${mine[@]}" --output "$work/mined.jsonl" >/dev/null 2>"$work/mine.err"
+expect_status 0 $? "mine"
+grep -q "wrote $work/mined.jsonl: 96 queries" "$work/mine.err" || fail "mine does not say what it wrote"
+python3 - "$work/mined.jsonl" <<'PY' || fail "the mined file (see above)"
+import json, sys
+lines = [json.loads(l) for l in open(sys.argv[1])]
+assert len(lines) == 96, len(lines)
+for l in lines:
+    assert set(l) == {"query_id", "query", "positive_passages", "negative_passages"}, l.keys()
+    pos = {p["text"] for p in l["positive_passages"]}
+    neg = [n["text"] for n in l["negative_passages"]]
+    assert len(neg) == 3 and len(set(neg)) == 3, l
+    assert not pos & set(neg), ("a positive became a negative", l)
+    assert all(n["docid"] for n in l["negative_passages"]), l
+PY
+"${mine[@]}" --output "$work/again.jsonl" >/dev/null 2>"$work/again.err"
+cmp -s "$work/mined.jsonl" "$work/again.jsonl" || fail "the same seed mined different negatives"
+"${mine[@]}" --output "$work/seed7.jsonl" --seed 7 >/dev/null 2>"$work/seed7.err"
+cmp -s "$work/mined.jsonl" "$work/seed7.jsonl" && fail "--seed 7 mined the same negatives as seed 42"
+
+"$bin" train "${tiny_flags[@]:2}" --train-file "$work/mined.jsonl" --negatives 2 --steps 5 --output "$work/run2" \
+  >/dev/null 2>"$work/train2.err"
+expect_status 0 $? "training on the mined file with --negatives 2"
+
+# Bad input: a one-line error naming the flag or file; nothing written, nothing overwritten.
+cp "$work/mined.jsonl" "$work/kept.jsonl"
+"${mine[@]}" --output "$work/mined.jsonl" >/dev/null 2>"$work/exists.err"
+expect_status 1 $? "mine over an existing output"
+grep -q -- "--overwrite" "$work/exists.err" || fail "no --overwrite hint"
+cmp -s "$work/mined.jsonl" "$work/kept.jsonl" || fail "an existing output was changed without --overwrite"
+"$bin" mine --run "$work/run" --train-file "$work/train.tsv" --negatives 50 --depth 2:30 \
+  --output "$work/short.jsonl" >/dev/null 2>"$work/short.err"
+expect_status 1 $? "more negatives than the ranks hold"
+grep -q "fewer candidates in ranks 2:30" "$work/short.err" || fail "no message for --negatives 50"
+[ -e "$work/short.jsonl" ] && fail "a refused mining wrote its output"
+"$bin" mine --run "$work/nowhere" --train-file "$work/train.tsv" --output "$work/x.jsonl" >/dev/null 2>"$work/norun.err"
+expect_status 1 $? "mine with a missing run"
+grep -q "nowhere" "$work/norun.err" || fail "the missing run is not named"
+"$bin" mine --run "$work/run" --depth 30 --output "$work/x.jsonl" >/dev/null 2>"$work/depth.err"
+expect_status 2 $? "--depth 30"
+grep -q -- "--depth 30: expected FIRST:LAST" "$work/depth.err" || fail "no message for --depth 30"
+"$bin" mine --train-file "$work/train.tsv" --output "$work/x.jsonl" >/dev/null 2>"$work/nothing.err"
+expect_status 2 $? "mine without --run"
+[ -e "$work/x.jsonl" ] && fail "a refused mining wrote its output"
+echo "mine end-to-end: all checks passed"

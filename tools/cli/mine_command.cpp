@@ -1,0 +1,48 @@
+// `gradcache mine`: hard negatives for training queries, retrieved with a trained run (or BM25),
+// written as Tevatron JSONL for `train --train-file FILE --negatives n`.
+#include "commands.h"
+#include "setting_flags.h"
+
+#include "retriever/evaluate.h"
+#include "retriever/mine.h"
+
+#include <csignal>
+#include <iostream>
+
+namespace gradcache {
+namespace cli {
+
+std::function<int()> add_mine_command(CLI::App& app) {
+  auto* cmd = app.add_subcommand(
+      "mine", "Mine hard negatives: retrieve the top documents of each training query with a run (dense) or BM25, "
+              "drop its positives and judged-relevant documents, draw --negatives from the --depth rank range, and "
+              "write Tevatron JSONL for train --train-file FILE --negatives n. Default data: WordNet's train split.");
+  auto given = add_setting_flags(*cmd, retriever::mine_settings(), retriever::MineSettings{});
+  return [given]() {
+    retriever::MineSettings settings;
+    try {
+      settings = retriever::mine_settings().build(retriever::MineSettings{}, nlohmann::json::object(), given->values);
+      retriever::mine_settings().validate(settings);
+    } catch (const retriever::SettingsError& e) {
+      std::cerr << "gradcache mine: error: " << e.what() << std::endl;
+      return 2;
+    }
+    retriever::MineControl control;
+    control.log = [](const std::string& line) { std::cerr << "gradcache mine: " << line << std::endl; };
+    control.stop = &stop_signal;
+    try {
+      const auto report = retriever::mine(settings, control);
+      std::cerr << "gradcache mine: wrote " << report.output << ": " << report.stats.queries << " queries, "
+                << settings.negatives << " negatives each from ranks " << settings.depth << " of "
+                << report.corpus_size << " documents (" << report.source << "; dropped " << report.stats.excluded
+                << " positives/relevant, " << report.stats.above_margin << " above the margin)" << std::endl;
+    } catch (const retriever::EvalStopped& stopped) {
+      std::cerr << "gradcache mine: stopped by signal " << stopped.signal() << "; nothing was written" << std::endl;
+      return 128 + stopped.signal();
+    }
+    return 0;
+  };
+}
+
+}  // namespace cli
+}  // namespace gradcache
