@@ -7,6 +7,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cmath>
 #include <cstdlib>
@@ -36,7 +37,38 @@ std::string number(const nlohmann::json& v, bool positive_only = false) {
 
 struct CurveCounts {
   size_t train = 0, dev = 0;
+  double min_loss = INFINITY, max_loss = 0;  // of the positive, finite losses
 };
+
+// Tics for a log axis over [low, high]: 1, 2, 5 (or every digit in a narrow range) times the
+// powers of ten between, as gnuplot's own log tics show only the powers of ten.
+std::string log_tics(double low, double high) {
+  if (!(low <= high) || !(low > 0)) return "";
+  std::vector<double> tics;
+  for (const auto& mantissas : {std::vector<int>{1, 2, 5}, std::vector<int>{1, 2, 3, 4, 5, 6, 7, 8, 9}}) {
+    tics.clear();
+    for (int e = static_cast<int>(std::floor(std::log10(low))); e <= static_cast<int>(std::ceil(std::log10(high))); ++e) {
+      for (int m : mantissas) {
+        const double v = m * std::pow(10.0, e);
+        if (v >= low / 1.05 && v <= high * 1.05) tics.push_back(v);
+      }
+    }
+    if (tics.size() >= 3) break;
+  }
+  if (tics.size() < 2 && high > low) {  // a narrow range: five values across it, 3 digits
+    tics.clear();
+    for (int i = 0; i <= 4; ++i) {
+      const double v = low + (high - low) * i / 4;
+      const double scale = std::pow(10.0, std::floor(std::log10(v)) - 2);
+      tics.push_back(std::round(v / scale) * scale);
+    }
+  }
+  std::ostringstream out;
+  out << "set ytics (";
+  for (size_t i = 0; i < tics.size(); ++i) out << (i ? ", " : "") << tics[i];
+  out << ")\n";
+  return tics.size() >= 2 ? out.str() : "";
+}
 
 // The data file of one run: block 0 "step loss lr", block 1 "step dev_metric". Torn or
 // foreign lines are skipped.
@@ -58,6 +90,10 @@ CurveCounts write_run_data(const CurveSource& run, const std::string& dat, const
       dev << number(j["step"]) << " " << number(j["dev"][dev_metric]) << "\n";
       ++counts.dev;
     } else if (j.contains("loss")) {
+      if (j["loss"].is_number() && std::isfinite(j["loss"].get<double>()) && j["loss"].get<double>() > 0) {
+        counts.min_loss = std::min(counts.min_loss, j["loss"].get<double>());
+        counts.max_loss = std::max(counts.max_loss, j["loss"].get<double>());
+      }
       train << number(j["step"]) << " " << number(j["loss"], true) << " " << number(j.value("lr", nlohmann::json()))
             << "\n";
       ++counts.train;
@@ -94,7 +130,12 @@ std::string write_script(const std::vector<CurveSource>& runs, const std::vector
                          const std::vector<CurveCounts>& counts, const std::string& dev_metric,
                          const std::string& output) {
   bool any_dev = false;
-  for (const auto& c : counts) any_dev = any_dev || c.dev > 0;
+  double min_loss = INFINITY, max_loss = 0;
+  for (const auto& c : counts) {
+    any_dev = any_dev || c.dev > 0;
+    min_loss = std::min(min_loss, c.min_loss);
+    max_loss = std::max(max_loss, c.max_loss);
+  }
   const int panels = any_dev ? 3 : 2;
   std::ostringstream gp;
   const std::string size = "size 900," + std::to_string(panels * 300);
@@ -104,10 +145,12 @@ std::string write_script(const std::vector<CurveSource>& runs, const std::vector
      << "set multiplot layout " << panels << ",1 title "
      << quoted(runs.size() == 1 ? "Training curves: " + runs[0].name : "Training curves") << "\n"
      << "set grid\nset key top right\nset xlabel 'step'\nset xrange [0:*]\n"
-     << "set title 'training loss (log scale)'\nset ylabel 'loss'\nset logscale y\nset format y '%g'\n";
-  panel(gp, runs, dats, counts, false, "1:2", "lines");
-  gp << "unset logscale y\nset title 'learning rate'\nset ylabel 'learning rate'\nset format y '%.1e'\n";
-  panel(gp, runs, dats, counts, false, "1:3", "lines");
+     << "set lmargin 12\nset autoscale yfix\nset offsets 0, 0, graph 0.08, graph 0.08\n"  // room above and below the curves
+     << "set title 'training loss (log scale)'\nset ylabel 'loss'\nset logscale y\nset format y '%g'\n"
+     << log_tics(min_loss, max_loss);
+  panel(gp, runs, dats, counts, false, "1:2", "linespoints pt 7 ps 0.4");  // points: a run of one line shows
+  gp << "unset logscale y\nset ytics autofreq\nset title 'learning rate'\nset ylabel 'learning rate'\nset format y '%.1e'\n";
+  panel(gp, runs, dats, counts, false, "1:3", "linespoints pt 7 ps 0.4");
   if (any_dev) {
     gp << "set title " << quoted("dev " + dev_metric) << "\nset ylabel " << quoted(dev_metric)
        << "\nset format y '%.3f'\nset key bottom right\n";
