@@ -35,7 +35,8 @@ def run_once(binary, flags, steps, workdir):
            "--log-every", "1"] + flags
     subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
-    last = [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines() if line.strip()][-1]
+    lines = [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines() if line.strip()]
+    last = [m for m in lines if "loss" in m][-1]  # training lines (dev evaluations' lines hold "dev")
     summary = json.loads((out / "summary.json").read_text())
     return {
         "pairs_per_s": last["step"] * summary["batch_size"] / last["elapsed_s"],

@@ -24,6 +24,7 @@ def read_run(path):
     with open(os.path.join(path, "config.json")) as f:
         config = json.load(f)
     lines = [json.loads(line) for line in open(os.path.join(path, "metrics.jsonl")) if line.strip()]
+    lines = [m for m in lines if "loss" in m]  # training lines (dev evaluations' lines hold "dev")
     if summary.get("interrupted") or not summary.get("trained"):
         raise SystemExit(f"paper_table.py: {path} did not finish or was not evaluated")
     last = lines[-1] if lines else {}

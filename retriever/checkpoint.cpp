@@ -125,6 +125,7 @@ void save_checkpoint(const std::string& path, const CheckpointInfo& info, const 
   archive.write("tokenizer", to_tensor(info.tokenizer));
   archive.write("baseline", to_tensor(info.baseline.dump()));
   if (info.data) archive.write("data_fingerprint", to_tensor(fingerprint_to_json(*info.data).dump()));
+  if (!info.selection.is_null()) archive.write("selection", to_tensor(info.selection.dump()));
   archive.write("progress", torch::tensor({info.progress.step, info.progress.epoch, info.progress.batch_in_epoch}));
   c10::List<at::Tensor> scripts;
   for (const auto& s : model.torchscript_bytes()) scripts.push_back(to_tensor(s));
@@ -193,6 +194,14 @@ CheckpointInfo read_info(torch::serialize::InputArchive& archive, const std::str
       info.data = fingerprint_from_json(nlohmann::json::parse(to_bytes(fingerprint)));
     } catch (const std::exception& e) {
       check(false, "checkpoint ", name, " has a malformed data fingerprint: ", error_message(e));
+    }
+  }
+  torch::Tensor selection;
+  if (archive.try_read("selection", selection)) {  // only in runs with --eval-every
+    try {
+      info.selection = nlohmann::json::parse(to_bytes(selection));
+    } catch (const std::exception& e) {
+      check(false, "checkpoint ", name, " has a malformed model selection record: ", error_message(e));
     }
   }
   auto progress = read_tensor(archive, "progress", name);

@@ -46,6 +46,7 @@ struct CheckpointInfo {
   int64_t world_size = 1;                     ///< processes of the run that saved it
   std::vector<std::string> notices;           ///< settings of an earlier version, read under their new names
   std::optional<DataFingerprint> data;        ///< the training data's files; none in checkpoints of earlier versions
+  nlohmann::json selection = nullptr;         ///< model selection's state (to_json(SelectionState)); null: none
 };
 
 /// A checkpoint that cannot be written or read: the message names the file and says what to do.

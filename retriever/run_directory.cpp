@@ -105,11 +105,30 @@ CheckpointInfo RunDirectory::resume(const TrainConfig& requested, int world_size
 
 std::string RunDirectory::path(const std::string& name) const { return (fs::path(output_) / name).string(); }
 
+void RunDirectory::remove(const std::string& name) const {
+  if (writer_) fs::remove(path(name));
+}
+
 void RunDirectory::write(const std::string& name, const std::string& content) const {
   if (writer_) write_file_atomic(path(name), content);
 }
 
 void RunDirectory::append_metrics(const StepRecord& r) {
+  append_line(nlohmann::json{{"step", r.step},
+                             {"epoch", r.epoch},
+                             {"loss", r.loss},
+                             {"lr", r.lr},
+                             {"pairs_per_s", r.pairs_per_s},
+                             {"peak_rss_mb", r.peak_rss_mb},
+                             {"elapsed_s", r.elapsed_s}}
+                  .dump());
+}
+
+void RunDirectory::append_dev_metrics(int64_t step, const nlohmann::json& metrics) {
+  append_line(nlohmann::json{{"step", step}, {"dev", metrics}}.dump());
+}
+
+void RunDirectory::append_line(const std::string& line) {
   if (!writer_) return;
   if (!metrics_.is_open()) {
     metrics_.open(metrics_path_, fresh_metrics_ ? std::ios::trunc : std::ios::app);
@@ -117,16 +136,7 @@ void RunDirectory::append_metrics(const StepRecord& r) {
   }
   std::error_code no_size;
   const auto size_before = fs::file_size(metrics_path_, no_size);
-  metrics_ << nlohmann::json{{"step", r.step},
-                             {"epoch", r.epoch},
-                             {"loss", r.loss},
-                             {"lr", r.lr},
-                             {"pairs_per_s", r.pairs_per_s},
-                             {"peak_rss_mb", r.peak_rss_mb},
-                             {"elapsed_s", r.elapsed_s}}
-                      .dump()
-           << '\n'
-           << std::flush;
+  metrics_ << line << '\n' << std::flush;
   if (metrics_) return;
   const std::string reason = std::strerror(errno);
   // A full disk may have taken part of the line: cut it off, so that the file ends with the

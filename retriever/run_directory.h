@@ -33,12 +33,21 @@ class RunDirectory {
   const std::string& checkpoint_path() const { return checkpoint_path_; }
   /// OUTPUT/name.
   std::string path(const std::string& name) const;
+  /// Where the metrics lines go: OUTPUT/metrics.jsonl or --metrics-out.
+  const std::string& metrics_path() const { return metrics_path_; }
+  /// Removes OUTPUT/name if it exists (writer only): an earlier run's file this run may not write.
+  void remove(const std::string& name) const;
   /// Writes OUTPUT/name (writer only).
   void write(const std::string& name, const std::string& content) const;
   /// One line of metrics.jsonl (writer only); throws if it cannot be written.
   void append_metrics(const StepRecord& record);
+  /// A dev evaluation's line of metrics.jsonl, {"dev": {metrics}, "step": N} (writer only);
+  /// throws if it cannot be written. Readers tell the two kinds of line apart by "dev".
+  void append_dev_metrics(int64_t step, const nlohmann::json& metrics);
 
  private:
+  void append_line(const std::string& line);
+
   std::string output_, checkpoint_path_, metrics_path_;
   bool metrics_elsewhere_;  // --metrics-out given
   bool writer_;

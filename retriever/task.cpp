@@ -1,5 +1,6 @@
 #include "retriever/task.h"
 
+#include "retriever/dev_split.h"
 #include "retriever/wordnet.h"
 
 #include <stdexcept>
@@ -68,6 +69,20 @@ EvalData read_eval_files(const JudgementFiles& files, OnBadLine on_bad, std::vec
   return eval;
 }
 
+namespace {
+
+// The dev data of --train-file data: the --dev-* files, or pairs held out of `train`.
+EvalData user_dev_data(const TrainConfig& config, std::vector<TrainExample>& train, std::vector<std::string>& notices) {
+  if (config.dev_fraction > 0) return hold_out_dev(train, config.dev_fraction, config.seed);
+  const auto& corpus = config.dev_corpus.empty() ? config.eval_corpus : config.dev_corpus;
+  auto dev = read_eval_files({corpus, config.dev_queries, config.dev_qrels}, parse_on_bad_line(config.on_bad_line),
+                             notices);
+  dev.name = "dev " + dev.name;
+  return dev;
+}
+
+}  // namespace
+
 EvalData load_wordnet_eval(const std::string& wordnet_dir, const std::string& split, bool quick) {
   WordNetOptions options;
   options.dir = wordnet_dir;
@@ -85,6 +100,7 @@ TaskData load_task(const TrainConfig& config, const std::string& split) {
     auto data = load_wordnet(options);
     task.train = std::move(data.train);
     if (config.eval) task.eval = wordnet_split(data, split);
+    if (config.eval_every > 0) task.dev = wordnet_split(data, "dev");
   } else {
     ReadStats stats;
     task.train = read_train_examples(config.train_file, on_bad, &stats);
@@ -92,6 +108,7 @@ TaskData load_task(const TrainConfig& config, const std::string& split) {
     if (config.eval && !config.eval_corpus.empty()) {
       task.eval = read_eval_files({config.eval_corpus, config.eval_queries, config.eval_qrels}, on_bad, task.notices);
     }
+    if (config.eval_every > 0) task.dev = user_dev_data(config, task.train, task.notices);
   }
   if (config.quick) {
     if (task.train.size() > kQuickTrain) {  // every n-th example: all parts of the data
@@ -100,6 +117,7 @@ TaskData load_task(const TrainConfig& config, const std::string& split) {
       task.train = std::move(subset);
     }
     if (task.eval) task.eval = quick_eval(std::move(*task.eval));
+    if (task.dev) task.dev = quick_eval(std::move(*task.dev));
   }
   return task;
 }

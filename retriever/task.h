@@ -21,6 +21,9 @@ struct EvalData {
 struct TaskData {
   std::vector<TrainExample> train;
   std::optional<EvalData> eval;
+  /// Dev data for model selection (only with --eval-every): WordNet's dev split, the --dev-*
+  /// files, or the training pairs held out by --dev-fraction (no longer in `train`).
+  std::optional<EvalData> dev;
   /// What reading the files skipped (--on-bad-line skip), one line per file that lost lines,
   /// for the program to show: "PATH: skipped N of M lines ...; first: PATH:LINE: reason".
   std::vector<std::string> notices;
@@ -29,7 +32,8 @@ struct TaskData {
 /// Training examples and evaluation data a config names: WordNet (its train split, and its
 /// test split ranked against the whole corpus) unless --train-file is given; then the
 /// evaluation files if given. With --quick, a small deterministic subset.
-/// `split` picks WordNet's evaluation split: "test" or "dev".
+/// `split` picks WordNet's evaluation split: "test" or "dev". With --eval-every, also the
+/// dev data (TaskData::dev).
 TaskData load_task(const TrainConfig& config, const std::string& split = "test");
 
 /// An evaluation set from its files (the corpus, the queries and their judgements), named after

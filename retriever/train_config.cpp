@@ -2,6 +2,7 @@
 
 #include "retriever/device.h"
 #include "retriever/files.h"
+#include "retriever/model_selection_settings.h"
 #include "retriever/text_data.h"
 
 #include <gradcache/precision.h>
@@ -307,6 +308,7 @@ Table make_train_settings() {
   add_machine_settings(t);
   add_output_settings(t);
   add_cross_checks(t);
+  add_model_selection_settings(t);
   return t;
 }
 

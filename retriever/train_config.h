@@ -75,6 +75,13 @@ struct TrainConfig {
   bool eval_baseline = true;  ///< with eval: also evaluate the untrained model before training
   int64_t eval_batch_size = 512;
   bool quick = false;       ///< a tiny run for smoke tests
+
+  // Model selection (declared in model_selection_settings.cpp)
+  int64_t eval_every = 0;              ///< steps between dev evaluations; 0: none
+  std::string dev_corpus, dev_queries, dev_qrels;  ///< dev files for user data (corpus: eval_corpus if "")
+  double dev_fraction = 0;             ///< > 0: hold out this fraction of the training pairs as dev queries
+  std::string select_metric = "recall@10";  ///< the dev metric best.pt is chosen by
+  int64_t patience = 0;                ///< > 0: stop after this many dev evaluations without improvement
 };
 
 /// The table every setting of TrainConfig is declared in (flags, JSON keys, checks, help).

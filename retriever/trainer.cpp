@@ -4,8 +4,10 @@
 #include "retriever/trainer.h"
 
 #include "retriever/batching.h"
+#include "retriever/curves.h"
 #include "retriever/data_fingerprint.h"
 #include "retriever/evaluate.h"
+#include "retriever/model_selection.h"
 #include "retriever/progress.h"
 #include "retriever/run_directory.h"
 #include "retriever/threads.h"
@@ -64,11 +66,14 @@ class Run {
   void train_loop();
   double train_step(const TokenBatch& queries, const TokenBatch& passages, int64_t step);
   void record_step(double loss, size_t pairs, double step_seconds, int64_t first_step, Clock::time_point loop_start);
-  void save();
+  void save(const std::string& name = "checkpoint.pt");
+  void select_on_dev();
+  void write_curves();
   bool stop_requested() const;
   void log(const std::string& text) { progress_->message(text); }
   std::optional<RetrievalMetrics> evaluate_now(const char* what);
   void write_summary();
+  nlohmann::json selection_summary() const;
   bool writer() const { return rank_ == 0; }  // the one process that writes, logs and evaluates
 
   TrainConfig config_;
@@ -87,6 +92,8 @@ class Run {
   TrainProgress progress_state_;
   int64_t steps_per_epoch_ = 0;
   nlohmann::json baseline_ = nullptr;
+  SelectionState selection_;   // model selection on dev data (--eval-every); rank 0's is the one
+  bool stopped_early_ = false;  // --patience ran out
   TrainResult result_;
 };
 
@@ -116,6 +123,8 @@ void Run::open_directory() {
   config_ = resumed_config(resumed_->config, config_);  // e.g. chunk sizes measured by the first run
   progress_state_ = resumed_->progress;
   baseline_ = resumed_->baseline;
+  if (!resumed_->selection.is_null()) selection_ = selection_from_json(resumed_->selection);
+  stopped_early_ = patience_exhausted(selection_, config_.patience);
 }
 
 void Run::load_data() {
@@ -248,7 +257,7 @@ void Run::train_loop() {
   int64_t order_epoch = -1;
   const int64_t first_step = progress_state_.step;
   const auto loop_start = Clock::now();
-  while (progress_state_.step < result_.total_steps) {
+  while (progress_state_.step < result_.total_steps && !stopped_early_) {
     if (stop_requested()) {
       result_.interrupted = true;
       result_.stop_signal = options_.stop ? options_.stop->load() : 0;
@@ -269,28 +278,75 @@ void Run::train_loop() {
       progress_state_.batch_in_epoch = 0;
     }
     record_step(loss, examples.size(), step_seconds, first_step, loop_start);
+    if (config_.eval_every > 0 &&
+        (progress_state_.step % config_.eval_every == 0 || progress_state_.step == result_.total_steps)) {
+      select_on_dev();
+    }
     if (config_.save_every > 0 && progress_state_.step % config_.save_every == 0) save();
   }
   progress_->finish();
 }
 
-void Run::save() {
+void Run::save(const std::string& name) {
   CheckpointInfo info;
   info.config = config_;
   info.tokenizer = data_->tokenizer().serialized();
   info.progress = progress_state_;
   info.baseline = baseline_;
   info.data = data_fingerprint_;
+  if (config_.eval_every > 0) info.selection = to_json(selection_);
   auto generators = capture_generators(device_);
   if (group_) {  // every rank's generators, so that each resumes its own dropout stream
     generators.cpu = group_->all_gather_rows(generators.cpu);
     if (generators.device.defined()) generators.device = group_->all_gather_rows(generators.device);
   }
   if (writer()) {
-    save_checkpoint(directory_->checkpoint_path(), info, model_->model(), model_->optimizer(), generators,
+    save_checkpoint(directory_->path(name), info, model_->model(), model_->optimizer(), generators,
                     model_->scaler().get());
   }
-  result_.checkpoint = directory_->checkpoint_path();
+  if (name == "checkpoint.pt") result_.checkpoint = directory_->checkpoint_path();
+}
+
+// Rank 0 evaluates on the dev data while the others wait for its decisions in any_rank
+// (within --dist-timeout); then all save best.pt together (save gathers every rank's generators).
+void Run::select_on_dev() {
+  const int64_t step = progress_state_.step;
+  bool improved = false, stop = false;
+  if (writer()) {
+    EvalOptions options;
+    options.batch_size = config_.eval_batch_size;
+    options.device = device_;
+    std::string line;
+    const auto metrics =
+        evaluate_and_describe(model_->model(), *data_->dev_set(), options, "step " + std::to_string(step), line);
+    directory_->append_dev_metrics(step, to_json(metrics));
+    improved = record_evaluation(selection_, metric_value(metrics, config_.select_metric), step);
+    stop = patience_exhausted(selection_, config_.patience);
+    log(line + (improved ? "; best so far, saved to best.pt" : "; best " + config_.select_metric + " " +
+                                                                   std::to_string(selection_.best_value) +
+                                                                   " at step " + std::to_string(selection_.best_step)));
+  }
+  if (group_) {
+    improved = distributed::any_rank(*group_)(improved);
+    stop = distributed::any_rank(*group_)(stop);
+  }
+  if (improved) save("best.pt");
+  if (!stop) return;
+  stopped_early_ = true;
+  log("early stop at step " + std::to_string(step) + ": dev " + config_.select_metric + " has not improved for " +
+      std::to_string(config_.patience) + " evaluations (--patience); best " + std::to_string(selection_.best_value) +
+      " at step " + std::to_string(selection_.best_step) + ", in " + directory_->path("best.pt"));
+}
+
+// A notice, never an error: the run's results are in its other files.
+void Run::write_curves() {
+  if (!writer()) return;
+  try {
+    plot_training_curves({{run_name(config_.output), directory_->metrics_path()}}, directory_->path("curves.png"),
+                         config_.select_metric);
+  } catch (const std::exception& e) {
+    log("notice: no curves.png: " + std::string(e.what()));
+  }
 }
 
 // A signal may reach the ranks between different steps: they stop together, at the first
@@ -312,6 +368,13 @@ std::optional<RetrievalMetrics> Run::evaluate_now(const char* what) {
   return metrics;
 }
 
+nlohmann::json Run::selection_summary() const {
+  auto j = to_json(selection_);
+  j["checkpoint"] = selection_.best_step > 0 ? nlohmann::json(directory_->path("best.pt")) : nlohmann::json(nullptr);
+  j["patience"] = config_.patience;
+  return j;
+}
+
 void Run::write_summary() {
   nlohmann::json summary{{"steps", progress_state_.step},     {"total_steps", result_.total_steps},
                          {"interrupted", result_.interrupted}, {"final_loss", result_.final_loss},
@@ -320,6 +383,8 @@ void Run::write_summary() {
                          {"batch_size", config_.batch_size},   {"chunk_size", config_.chunk_size},
                          {"eval", result_.eval_name},          {"world_size", world_},
                          {"untrained", baseline_},
+                         {"stopped_early", stopped_early_},
+                         {"selection", config_.eval_every > 0 ? selection_summary() : nlohmann::json(nullptr)},
                          {"trained", result_.trained ? to_json(*result_.trained) : nlohmann::json(nullptr)}};
   directory_->write("summary.json", summary.dump(2) + "\n");
 }
@@ -354,6 +419,7 @@ TrainResult Run::execute() {
     if (auto m = evaluate_now("untrained")) baseline_ = to_json(*m);
   }
 
+  if (!resumed_) directory_->remove("best.pt");  // an earlier run's, in --overwrite
   train_loop();
   save();
   result_.progress = progress_state_;
@@ -366,9 +432,12 @@ TrainResult Run::execute() {
   }
   result_.eval_name = data_->eval_set() ? data_->eval_set()->name : "";
   result_.config = config_;
+  result_.stopped_early = stopped_early_;
+  if (selection_.best_step > 0) result_.best = selection_summary();
   result_.wall_seconds = seconds_since(start);
   result_.peak_rss_mb = peak_rss_mb();
   write_summary();
+  write_curves();
   return result_;
 }
 

@@ -40,6 +40,8 @@ struct TrainResult {
   std::string eval_name;
   std::optional<RetrievalMetrics> untrained, trained;
   std::string checkpoint;  ///< path of the last checkpoint written
+  bool stopped_early = false;        ///< --patience ran out
+  nlohmann::json best = nullptr;     ///< model selection (--eval-every): summary.json's "selection"
 };
 
 /// Runs (or resumes) a training run as `config` says and writes everything under

@@ -37,11 +37,12 @@ TrainingData::TrainingData(const TrainConfig& config, const TokenizerSource& tok
   if (task.train.empty()) throw std::invalid_argument("no training examples");
   load_tokenizer(task, tokenizer, log);
   tokenize_training(task);
-  if (task.eval) {
-    eval_set_ = tokenize_eval_set(task.eval->name, task.eval->corpus, task.eval->queries, task.eval->qrels,
-                                  *tokenizer_, static_cast<size_t>(config_.query_max_len),
-                                  static_cast<size_t>(config_.passage_max_len));
-  }
+  auto tokenize = [&](const EvalData& data) {
+    return tokenize_eval_set(data.name, data.corpus, data.queries, data.qrels, *tokenizer_,
+                             static_cast<size_t>(config_.query_max_len), static_cast<size_t>(config_.passage_max_len));
+  };
+  if (task.eval) eval_set_ = tokenize(*task.eval);
+  if (task.dev && share_.rank == 0) dev_set_ = tokenize(*task.dev);
 }
 
 void TrainingData::load_tokenizer(const TaskData& task, const TokenizerSource& source,

@@ -50,6 +50,8 @@ class TrainingData {
   size_t size() const { return query_tokens_.size(); }
   const Tokenizer& tokenizer() const { return *tokenizer_; }
   const std::optional<TokenizedEvalSet>& eval_set() const { return eval_set_; }
+  /// The dev data of model selection (--eval-every), tokenized on rank 0 only (it evaluates).
+  const std::optional<TokenizedEvalSet>& dev_set() const { return dev_set_; }
 
   /// This process's examples of batch `batch_in_epoch` of an epoch in `order`: ordered by
   /// query length (less padding per chunk) unless in accumulate mode, where the order
@@ -68,7 +70,7 @@ class TrainingData {
   const TrainConfig& config_;
   BatchShare share_;
   std::optional<Tokenizer> tokenizer_;
-  std::optional<TokenizedEvalSet> eval_set_;
+  std::optional<TokenizedEvalSet> eval_set_, dev_set_;
   std::vector<std::vector<int64_t>> query_tokens_, passage_tokens_;
   std::vector<std::vector<int64_t>> positives_, negatives_;  // per example: passage rows
 };

@@ -18,6 +18,7 @@ extern std::atomic<int> stop_signal;
 std::function<int()> add_train_command(CLI::App& app);
 std::function<int()> add_eval_command(CLI::App& app);
 std::function<int()> add_mine_command(CLI::App& app);
+std::function<int()> add_plot_command(CLI::App& app);
 
 }  // namespace cli
 }  // namespace gradcache

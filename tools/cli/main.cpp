@@ -2,6 +2,7 @@
 //
 //   gradcache train [flags]   train a bi-encoder (default: the WordNet reverse dictionary)
 //   gradcache eval  [flags]   evaluate a checkpoint
+//   gradcache plot  RUN...    draw runs' training curves
 // Each command lives in its own file (train_command.cpp, ...) and registers itself below.
 #include "commands.h"
 
@@ -70,6 +71,7 @@ int main(int argc, char** argv) {
       {"train", gradcache::cli::add_train_command(app)},
       {"eval", gradcache::cli::add_eval_command(app)},
       {"mine", gradcache::cli::add_mine_command(app)},
+      {"plot", gradcache::cli::add_plot_command(app)},
   };
   try {
     app.parse(argc, argv);

@@ -66,6 +66,12 @@ int report(const retriever::TrainResult& result) {
     std::cout << "\n" << result.eval_name << " (" << result.trained->queries << " queries)\n"
               << retriever::format_metrics_table(rows);
   }
+  if (!result.best.is_null()) {
+    std::printf("\nbest dev %s %.4f at step %lld%s: %s\n", result.config.select_metric.c_str(),
+                result.best["best_value"].get<double>(), static_cast<long long>(result.best["best_step"].get<int64_t>()),
+                result.stopped_early ? " (stopped early: --patience)" : "",
+                result.best["checkpoint"].get<std::string>().c_str());
+  }
   const auto& used = result.config;
   const bool accumulate = used.mode == "accumulate";
   std::printf("\n%lld steps of %lld pairs (mode %s, %s of %lld) in %.0f s; peak memory %.0f MiB\n"
