@@ -41,10 +41,8 @@ def forward(self, x: Tensor, key_mask: Tensor) -> Tensor:
 // TransformerEncoderImpl::forward up to the layers; LAYERS and the tail are filled in.
 constexpr const char* kEncoderHead = R"TS(
 def forward(self, input_ids: Tensor, attention_mask: Tensor) -> Tensor:
-    if input_ids.dim() != 2 or input_ids.size() != attention_mask.size():
-        raise RuntimeError("encoder: input_ids and attention_mask must be [B, T] of the same shape")
-    if input_ids.size(1) > self.max_len:
-        raise RuntimeError("encoder: sequences exceed the encoder's positions (max_len)")
+    assert input_ids.dim() == 2 and input_ids.size() == attention_mask.size(), "encoder: input_ids and attention_mask must be [B, T] of the same shape"
+    assert input_ids.size(1) <= self.max_len, "encoder: sequences exceed the encoder's positions (max_len)"
     mask = attention_mask != 0
     positions = torch.arange(input_ids.size(1), dtype=input_ids.dtype, device=input_ids.device)
     x = torch.embedding(self.tokens.weight, input_ids, 0) + torch.embedding(self.positions.weight, positions).unsqueeze(0)
@@ -107,7 +105,7 @@ torch::jit::Module script_encoder(TransformerEncoderImpl& encoder) {
   for (int64_t i = 0; i < options.layers(); ++i) {
     const std::string name = "layer" + std::to_string(i);
     m.register_module(name, builder.layer(name, options));
-    source += "    x = self." + name + "(x, mask)\n";
+    source += "    x = self." + name + ".forward(x, mask)\n";
   }
   m.register_module("final_norm", builder.weights_of("final_norm"));
   source += kEncoderTail;

@@ -17,6 +17,8 @@ extern std::atomic<int> stop_signal;
 /// Adds `train` to `app`; returns the action to run once parsing succeeded (exit status).
 std::function<int()> add_train_command(CLI::App& app);
 std::function<int()> add_eval_command(CLI::App& app);
+std::function<int()> add_encode_command(CLI::App& app);
+std::function<int()> add_export_command(CLI::App& app);
 
 }  // namespace cli
 }  // namespace gradcache

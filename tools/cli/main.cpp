@@ -2,6 +2,8 @@
 //
 //   gradcache train [flags]   train a bi-encoder (default: the WordNet reverse dictionary)
 //   gradcache eval  [flags]   evaluate a checkpoint
+//   gradcache encode [flags]  encode a corpus into .npy shards
+//   gradcache export [flags]  export a run's encoders as TorchScript
 // Each command lives in its own file (train_command.cpp, ...) and registers itself below.
 #include "commands.h"
 
@@ -69,6 +71,8 @@ int main(int argc, char** argv) {
   const std::map<std::string, std::function<int()>> actions = {
       {"train", gradcache::cli::add_train_command(app)},
       {"eval", gradcache::cli::add_eval_command(app)},
+      {"encode", gradcache::cli::add_encode_command(app)},
+      {"export", gradcache::cli::add_export_command(app)},
   };
   try {
     app.parse(argc, argv);
