@@ -97,6 +97,8 @@ class BiEncoder {
   void train(bool on);
   bool is_training() const;
   void to(const c10::Device& device);
+  /// The built-in encoders (one, or query then passage when untied); empty for TorchScript.
+  const std::vector<TransformerEncoder>& builtin_encoders() const { return builtins_; }
   /// TorchScript encoders serialized (one, or two when untied); empty for the built-in one.
   std::vector<std::string> torchscript_bytes() const;
 

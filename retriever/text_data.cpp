@@ -84,40 +84,74 @@ Format format_of(const std::string& path) {
                       "; use .jsonl (one JSON object per line) or .tsv (tab-separated)");
 }
 
-// Reads `path` line by line and calls `parse(line)` on every non-blank, valid UTF-8 line;
-// `parse` returns whether it kept a record (false: a line it ignores, such as a header) or
-// throws BadLine. Handles the bad-line policy and fills `stats`.
+// Reads `path` line by line: next(parse) calls `parse(line)` on the following non-blank, valid
+// UTF-8 lines until it keeps a record (returns true: next returns true) or the file ends (next
+// returns false). `parse` returns false for a line it ignores (such as a header) or throws
+// BadLine. Handles the bad-line policy and fills `stats`.
+class LineSource {
+ public:
+  LineSource(const std::string& path, OnBadLine on_bad, ReadStats& stats)
+      : path_(path), on_bad_(on_bad), stats_(stats) {
+    stats_ = ReadStats{};
+    std::error_code ignored;  // a path that cannot be inspected fails to open just below, with errno's reason
+    if (std::filesystem::is_directory(path, ignored)) throw DataError(path, 0, "cannot open: it is a directory");
+    file_.open(path, std::ios::binary);
+    if (!file_) throw DataError(path, 0, std::string("cannot open: ") + std::strerror(errno));
+  }
+
+  template <class Parse>
+  bool next(Parse&& parse) {
+    std::string line;
+    while (std::getline(file_, line)) {
+      bytes_read_ += line.size() + 1;
+      const size_t number = ++stats_.lines;
+      if (!line.empty() && line.back() == '\r') line.pop_back();  // Windows line ends
+      if (number == 1 && line.compare(0, 3, "\xEF\xBB\xBF") == 0) line.erase(0, 3);  // byte order mark
+      if (trim(line).empty()) continue;
+      try {
+        if (const auto bad = find_invalid_utf8(line))
+          throw BadLine{"invalid UTF-8 at byte " + std::to_string(*bad + 1) + " of the line"};
+        // NUL is valid UTF-8, but no text holds it; the JSON parser would read it as the end of
+        // the input and report that instead.
+        if (const size_t nul = line.find('\0'); nul != std::string::npos)
+          throw BadLine{"the line contains NUL bytes at byte " + std::to_string(nul + 1) + " (binary data?)"};
+        if (parse(line)) {
+          ++stats_.records;
+          return true;
+        }
+      } catch (const BadLine& bad) {
+        skip(number, bad);
+      }
+    }
+    if (file_.bad()) throw DataError(path_, 0, std::string("read error: ") + std::strerror(errno));
+    return false;
+  }
+
+  /// Bytes of the file consumed so far (for progress).
+  uint64_t bytes_read() const { return bytes_read_; }
+
+ private:
+  void skip(size_t number, const BadLine& bad) {
+    if (on_bad_ == OnBadLine::Error)
+      throw DataError(path_, number, bad.reason + " (use --on-bad-line skip to skip such lines)");
+    ++stats_.skipped;
+    if (stats_.skipped_examples.size() < ReadStats::kMaxSkippedExamples)
+      stats_.skipped_examples.push_back(location(path_, number) + ": " + bad.reason);
+  }
+
+  std::string path_;
+  OnBadLine on_bad_;
+  ReadStats& stats_;
+  std::ifstream file_;
+  uint64_t bytes_read_ = 0;
+};
+
+// Every record of `path`: parse as in LineSource::next.
 template <class Parse>
 void for_each_line(const std::string& path, OnBadLine on_bad, ReadStats& stats, Parse&& parse) {
-  stats = ReadStats{};
-  std::error_code ignored;  // a path that cannot be inspected fails to open just below, with errno's reason
-  if (std::filesystem::is_directory(path, ignored)) throw DataError(path, 0, "cannot open: it is a directory");
-  std::ifstream file(path, std::ios::binary);
-  if (!file) throw DataError(path, 0, std::string("cannot open: ") + std::strerror(errno));
-
-  std::string line;
-  while (std::getline(file, line)) {
-    const size_t number = ++stats.lines;
-    if (!line.empty() && line.back() == '\r') line.pop_back();  // Windows line ends
-    if (number == 1 && line.compare(0, 3, "\xEF\xBB\xBF") == 0) line.erase(0, 3);  // byte order mark
-    if (trim(line).empty()) continue;
-    try {
-      if (const auto bad = find_invalid_utf8(line))
-        throw BadLine{"invalid UTF-8 at byte " + std::to_string(*bad + 1) + " of the line"};
-      // NUL is valid UTF-8, but no text holds it; the JSON parser would read it as the end of
-      // the input and report that instead.
-      if (const size_t nul = line.find('\0'); nul != std::string::npos)
-        throw BadLine{"the line contains NUL bytes at byte " + std::to_string(nul + 1) + " (binary data?)"};
-      if (parse(line)) ++stats.records;
-    } catch (const BadLine& bad) {
-      if (on_bad == OnBadLine::Error)
-        throw DataError(path, number, bad.reason + " (use --on-bad-line skip to skip such lines)");
-      ++stats.skipped;
-      if (stats.skipped_examples.size() < ReadStats::kMaxSkippedExamples)
-        stats.skipped_examples.push_back(location(path, number) + ": " + bad.reason);
-    }
+  LineSource source(path, on_bad, stats);
+  while (source.next(parse)) {
   }
-  if (file.bad()) throw DataError(path, 0, std::string("read error: ") + std::strerror(errno));
 }
 
 // The DataError for a file that held nothing usable, with the first skip reason as a hint.
@@ -303,59 +337,6 @@ OnBadLine parse_on_bad_line(const std::string& name) {
   throw std::invalid_argument("invalid value " + shown(name) + " for bad-line handling; use 'error' or 'skip'");
 }
 
-std::string printable_utf8(std::string_view s) {
-  std::string out;
-  while (!s.empty()) {
-    const std::optional<size_t> bad = find_invalid_utf8(s);
-    if (!bad) {
-      out += s;
-      break;
-    }
-    static const char kHex[] = "0123456789ABCDEF";
-    const auto byte = static_cast<unsigned char>(s[*bad]);
-    out += s.substr(0, *bad);
-    out += {'\\', 'x', kHex[byte >> 4], kHex[byte & 15]};
-    s.remove_prefix(*bad + 1);
-  }
-  return out;
-}
-
-std::optional<size_t> find_invalid_utf8(std::string_view text) {
-  const auto* s = reinterpret_cast<const unsigned char*>(text.data());
-  const size_t n = text.size();
-  size_t i = 0;
-  while (i < n) {
-    const unsigned char lead = s[i];
-    if (lead < 0x80) {
-      ++i;
-      continue;
-    }
-    // The sequence length and the allowed range of the second byte, which is where overlongs
-    // (E0, F0), surrogates (ED) and code points above U+10FFFF (F4) are excluded.
-    size_t length;
-    unsigned char low = 0x80, high = 0xBF;
-    if (lead >= 0xC2 && lead <= 0xDF) {
-      length = 2;
-    } else if (lead >= 0xE0 && lead <= 0xEF) {
-      length = 3;
-      if (lead == 0xE0) low = 0xA0;
-      if (lead == 0xED) high = 0x9F;
-    } else if (lead >= 0xF0 && lead <= 0xF4) {
-      length = 4;
-      if (lead == 0xF0) low = 0x90;
-      if (lead == 0xF4) high = 0x8F;
-    } else {
-      return i;  // a continuation byte without a lead, C0/C1 (always overlong), or F5..FF
-    }
-    if (i + length > n) return i;  // truncated
-    if (s[i + 1] < low || s[i + 1] > high) return i;
-    for (size_t k = 2; k < length; ++k)
-      if (s[i + k] < 0x80 || s[i + k] > 0xBF) return i;
-    i += length;
-  }
-  return std::nullopt;
-}
-
 std::vector<TrainExample> read_train_examples(const std::string& path, OnBadLine on_bad, ReadStats* stats) {
   const Format format = format_of(path);
   ReadStats local;
@@ -377,6 +358,42 @@ void TextCollection::add(std::string id, std::string text) {
   texts.push_back(std::move(text));
 }
 
+namespace {
+
+// The id and text of a collection line (read_collection's formats).
+std::pair<std::string, std::string> collection_record(Format format, const std::string& line) {
+  std::string id, text;
+  if (format == Format::Jsonl) {
+    const json object = parse_json_object(line);
+    id = record_id(object);
+    const char* key = nullptr;
+    const json* body = find_either(object, "text", "query", &key);
+    if (!body) throw BadLine{"missing \"text\""};
+    text = nonempty_string(*body, std::string("\"") + key + "\"");
+    if (const json* title = find_key(object, "title"); title && !title->is_null()) {
+      if (!title->is_string()) throw BadLine{std::string("\"title\" must be a string, got ") + title->type_name()};
+      text = with_title(title->get_ref<const std::string&>(), std::move(text));
+    }
+    return {std::move(id), std::move(text)};
+  }
+  const auto fields = split(line, '\t');
+  if (fields.size() < 2 || fields.size() > 3)
+    throw BadLine{"expected id<TAB>text[<TAB>title], got " + std::to_string(fields.size()) + " field" +
+                  (fields.size() == 1 ? " (no tab in the line)" : "s")};
+  id = std::string(trim(fields[0]));
+  if (id.empty()) throw BadLine{"the id (field 1) is empty"};
+  text = std::string(trim(fields[1]));
+  if (text.empty()) throw BadLine{"the text (field 2) is empty"};
+  if (fields.size() == 3) text = with_title(fields[2], std::move(text));
+  return {std::move(id), std::move(text)};
+}
+
+BadLine duplicate_id(const std::string& id, size_t first_line) {
+  return BadLine{"duplicate id " + shown(id) + " (first on line " + std::to_string(first_line) + ")"};
+}
+
+}  // namespace
+
 TextCollection read_collection(const std::string& path, OnBadLine on_bad, ReadStats* stats) {
   const Format format = format_of(path);
   ReadStats local;
@@ -384,31 +401,9 @@ TextCollection read_collection(const std::string& path, OnBadLine on_bad, ReadSt
   TextCollection collection;
   std::vector<size_t> line_of;  // the line of each record, for duplicate-id messages
   for_each_line(path, on_bad, seen, [&](const std::string& line) {
-    std::string id, text;
-    if (format == Format::Jsonl) {
-      const json object = parse_json_object(line);
-      id = record_id(object);
-      const char* key = nullptr;
-      const json* body = find_either(object, "text", "query", &key);
-      if (!body) throw BadLine{"missing \"text\""};
-      text = nonempty_string(*body, std::string("\"") + key + "\"");
-      if (const json* title = find_key(object, "title"); title && !title->is_null()) {
-        if (!title->is_string()) throw BadLine{std::string("\"title\" must be a string, got ") + title->type_name()};
-        text = with_title(title->get_ref<const std::string&>(), std::move(text));
-      }
-    } else {
-      const auto fields = split(line, '\t');
-      if (fields.size() < 2 || fields.size() > 3)
-        throw BadLine{"expected id<TAB>text[<TAB>title], got " + std::to_string(fields.size()) + " field" +
-                      (fields.size() == 1 ? " (no tab in the line)" : "s")};
-      id = std::string(trim(fields[0]));
-      if (id.empty()) throw BadLine{"the id (field 1) is empty"};
-      text = std::string(trim(fields[1]));
-      if (text.empty()) throw BadLine{"the text (field 2) is empty"};
-      if (fields.size() == 3) text = with_title(fields[2], std::move(text));
-    }
+    auto [id, text] = collection_record(format, line);
     if (const auto it = collection.index.find(id); it != collection.index.end())
-      throw BadLine{"duplicate id " + shown(id) + " (first on line " + std::to_string(line_of[it->second]) + ")"};
+      throw duplicate_id(id, line_of[it->second]);
     collection.add(std::move(id), std::move(text));
     line_of.push_back(seen.lines);
     return true;
@@ -416,6 +411,47 @@ TextCollection read_collection(const std::string& path, OnBadLine on_bad, ReadSt
   if (collection.size() == 0) throw nothing_read(path, "records", seen);
   return collection;
 }
+
+struct CollectionReader::State {
+  State(const std::string& path, OnBadLine on_bad)
+      : path(path), format(format_of(path)), source(path, on_bad, stats), size(file_size(path)) {}
+  static uint64_t file_size(const std::string& path) {
+    std::error_code error;
+    const auto size = std::filesystem::file_size(path, error);
+    return error ? 0 : size;
+  }
+  std::string path;
+  Format format;
+  ReadStats stats;
+  LineSource source;
+  uint64_t size;
+  std::unordered_map<std::string, size_t> first_line;  // id -> line, for duplicate ids
+};
+
+CollectionReader::CollectionReader(const std::string& path, OnBadLine on_bad)
+    : state_(std::make_unique<State>(path, on_bad)) {}
+
+CollectionReader::~CollectionReader() = default;
+
+TextCollection CollectionReader::next(size_t max_records) {
+  State& s = *state_;
+  TextCollection shard;
+  auto keep = [&](const std::string& line) {
+    auto [id, text] = collection_record(s.format, line);
+    const auto [it, inserted] = s.first_line.try_emplace(id, s.stats.lines);
+    if (!inserted) throw duplicate_id(id, it->second);
+    shard.add(std::move(id), std::move(text));
+    return true;
+  };
+  while (shard.size() < max_records && s.source.next(keep)) {
+  }
+  if (shard.size() == 0 && s.stats.records == 0) throw nothing_read(s.path, "records", s.stats);
+  return shard;
+}
+
+const ReadStats& CollectionReader::stats() const { return state_->stats; }
+uint64_t CollectionReader::bytes_read() const { return state_->source.bytes_read(); }
+uint64_t CollectionReader::file_size() const { return state_->size; }
 
 Qrels read_qrels(const std::string& path, OnBadLine on_bad, ReadStats* stats) {
   ReadStats local;

@@ -5,7 +5,9 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <map>
+#include <memory>
 #include <optional>
 #include <stdexcept>
 #include <string>
@@ -104,6 +106,29 @@ struct TextCollection {
 /// lines. A file with no usable record throws DataError(path, 0, "no records ...").
 TextCollection read_collection(const std::string& path, OnBadLine on_bad = OnBadLine::Error,
                                ReadStats* stats = nullptr);
+
+/// A corpus or query set read a shard at a time (same formats and bad-line rules as
+/// read_collection), so that a collection larger than memory can be encoded: only one shard's
+/// texts are held. Duplicate ids are bad lines across the whole file, so the ids seen so far
+/// are kept (memory grows with the ids, not the texts).
+class CollectionReader {
+ public:
+  /// Opens `path`; throws DataError for an unknown extension or a file that cannot be opened.
+  explicit CollectionReader(const std::string& path, OnBadLine on_bad = OnBadLine::Error);
+  ~CollectionReader();
+  /// The next records, at most `max_records` (> 0); empty once the file is read. Throws
+  /// DataError on a bad line (OnBadLine::Error), and when the file has no record at all.
+  TextCollection next(size_t max_records);
+  /// What was read so far.
+  const ReadStats& stats() const;
+  /// Bytes of the file consumed so far and the file's size (for a progress bar).
+  uint64_t bytes_read() const;
+  uint64_t file_size() const;
+
+ private:
+  struct State;
+  std::unique_ptr<State> state_;
+};
 
 /// Relevance judgements: query id -> (doc id -> grade). Grades > 0 are relevant; entries with
 /// grade <= 0 are kept.

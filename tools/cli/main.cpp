@@ -2,6 +2,9 @@
 //
 //   gradcache train [flags]   train a bi-encoder (default: the WordNet reverse dictionary)
 //   gradcache eval  [flags]   evaluate a checkpoint
+//   gradcache encode [flags]  encode a corpus into .npy shards
+//   gradcache export [flags]  export a run's encoders as TorchScript
+//   gradcache mine  [flags]   mine hard negatives for training queries
 //   gradcache plot  RUN...    draw runs' training curves
 // Each command lives in its own file (train_command.cpp, ...) and registers itself below.
 #include "commands.h"
@@ -72,6 +75,8 @@ int main(int argc, char** argv) {
       {"eval", gradcache::cli::add_eval_command(app)},
       {"mine", gradcache::cli::add_mine_command(app)},
       {"plot", gradcache::cli::add_plot_command(app)},
+      {"encode", gradcache::cli::add_encode_command(app)},
+      {"export", gradcache::cli::add_export_command(app)},
   };
   try {
     app.parse(argc, argv);

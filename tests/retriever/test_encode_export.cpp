@@ -1,0 +1,241 @@
+// gradcache export and encode: the TorchScript encoder equals the built-in one, exports of tied
+// and untied runs reproduce their encoders, .npy files and embeddings directories round-trip,
+// bad ones are named, and encoding shard by shard equals encoding at once.
+#include "retriever/embeddings.h"
+#include "retriever/encode_corpus.h"
+#include "retriever/evaluate.h"
+#include "retriever/export_run.h"
+#include "retriever/files.h"
+#include "retriever/npy.h"
+#include "retriever/script_encoder.h"
+#include "retriever/text_encoder.h"
+#include "tests/retriever/train_test_util.h"
+
+#include <torch/script.h>
+
+#include <atomic>
+#include <csignal>
+
+using namespace train_test;
+
+namespace {
+
+torch::jit::Module reloaded(torch::jit::Module module) {
+  std::stringstream bytes;
+  module.save(bytes);
+  return torch::jit::load(bytes);
+}
+
+gr::TokenBatch padded_batch() {
+  auto ids = torch::tensor({{5, 9, 3, 7, 2, 11}, {4, 8, 0, 0, 0, 0}, {12, 0, 0, 0, 0, 0}}, torch::kLong);
+  return {{"input_ids", ids}, {"attention_mask", ids != 0}};
+}
+
+double max_difference(const at::Tensor& a, const at::Tensor& b) { return (a - b).abs().max().item<double>(); }
+
+}  // namespace
+
+TEST(ScriptEncoder, GivesTheBuiltinEncodersEmbeddings) {
+  torch::manual_seed(3);
+  for (const auto& options : {gr::EncoderOptions(20).dim(16).heads(2).layers(1).ffn_dim(32).max_len(8),
+                              gr::EncoderOptions(20).dim(16).heads(4).layers(2).ffn_dim(24).max_len(6).projection_dim(
+                                  12).normalize(false)}) {
+    gr::TransformerEncoder encoder(options);
+    {
+      torch::NoGradGuard no_grad;  // layer norms away from 1 and 0, so that they count
+      for (auto& p : encoder->parameters()) p.add_(torch::randn_like(p) * 0.1);
+    }
+    encoder->eval();
+    auto module = reloaded(gr::script_encoder(*encoder));
+    const auto batch = padded_batch();
+    const auto expected = encoder->forward(batch);
+    const auto exported = module.forward({batch.at("input_ids"), batch.at("attention_mask").to(torch::kLong)}).toTensor();
+    ASSERT_EQ(exported.sizes(), expected.sizes());
+    EXPECT_LE(max_difference(exported, expected), 1e-6);
+    EXPECT_EQ(exported.size(1), options.projection_dim() > 0 ? options.projection_dim() : options.dim());
+  }
+}
+
+TEST(ScriptEncoder, TrainsWithDropoutInTrainingMode) {
+  torch::manual_seed(4);
+  gr::TransformerEncoder encoder(gr::EncoderOptions(20).dim(16).heads(2).layers(1).ffn_dim(32).max_len(8).dropout(0.5));
+  auto module = reloaded(gr::script_encoder(*encoder));
+  const auto batch = padded_batch();
+  const std::vector<c10::IValue> inputs{batch.at("input_ids"), batch.at("attention_mask").to(torch::kLong)};
+  module.train(true);
+  const auto first = module.forward(inputs).toTensor(), second = module.forward(inputs).toTensor();
+  EXPECT_GT(max_difference(first, second), 1e-4) << "dropout is not active in training mode";
+  first.sum().backward();
+  for (const auto& p : module.named_parameters()) {
+    if (p.name == "positions.weight" || p.name == "tokens.weight") EXPECT_TRUE(p.value.grad().defined()) << p.name;
+  }
+  module.eval();
+  EXPECT_EQ(max_difference(module.forward(inputs).toTensor(), module.forward(inputs).toTensor()), 0);
+}
+
+// A trained tiny run (tied, or untied with a projection and no normalisation), exported: each
+// exported module gives the run's embeddings of the corpus.
+TEST(Export, ReproducesTiedAndUntiedRuns) {
+  TempDir dir;
+  write_task(dir);
+  for (const bool untie : {false, true}) {
+    auto config = tiny_config(dir);
+    config.untie = untie;
+    config.projection_dim = untie ? 12 : 0;
+    config.normalize = !untie;
+    config.output = dir / (untie ? "untied" : "tied");
+    gr::train(config, quiet());
+    gr::ExportSettings settings;
+    settings.run = config.output;
+    settings.output = dir / (untie ? "untied_export" : "tied_export");
+    const auto description = gr::export_run(settings);
+    EXPECT_EQ(description["tied"], !untie);
+    EXPECT_EQ(description["dim"], untie ? 12 : 16);
+    auto run = gr::load_run_encoder(config.output);
+    run.model.train(false);
+    const auto corpus = gr::read_collection(dir / "corpus.tsv");
+    std::vector<std::vector<int64_t>> tokens;
+    for (const auto& text : corpus.texts) tokens.push_back(run.tokenizer.encode(text, 32));
+    for (const std::string side : {"query", "passage"}) {
+      auto exported = gr::load_exported_encoder(settings.output, side);
+      exported.model.train(false);
+      const auto& mine = side == "query" ? run.model.query_model() : run.model.passage_model();
+      const auto theirs = side == "query" ? exported.model.query_model() : exported.model.passage_model();
+      const auto expected = gr::encode_all(mine, tokens, 16, torch::kCPU);
+      const auto got = gr::encode_all(theirs, tokens, 16, torch::kCPU);
+      EXPECT_LE(max_difference(got, expected), 1e-6) << side << (untie ? " untied" : " tied");
+      EXPECT_EQ(exported.normalize, !untie);
+    }
+    EXPECT_TRUE(fs::exists(settings.output + (untie ? "/query.pt" : "/model.pt")));
+    EXPECT_NE(error_of([&] { gr::export_run(settings); }).find("--overwrite"), std::string::npos);
+    settings.overwrite = true;
+    EXPECT_EQ(error_of([&] { gr::export_run(settings); }), "");
+  }
+}
+
+TEST(Npy, RoundTripsFloat32AndFloat16) {
+  TempDir dir;
+  const auto values = torch::randn({7, 5});
+  for (const auto type : {torch::kFloat32, torch::kFloat16}) {
+    const auto matrix = values.to(type);
+    EXPECT_EQ(gr::npy_header(matrix).size() % 64, 0u);
+    gr::write_npy(dir / "m.npy", matrix);
+    const auto back = gr::read_npy(dir / "m.npy");
+    EXPECT_EQ(back.scalar_type(), type);
+    EXPECT_TRUE(torch::equal(back, matrix));
+  }
+  EXPECT_TRUE(torch::equal(gr::read_npy(dir / "m.npy"), values.to(torch::kFloat16)));
+  EXPECT_THROW(gr::write_npy(dir / "bad.npy", torch::zeros({3})), std::invalid_argument);
+}
+
+TEST(Npy, BadFilesAreNamed) {
+  TempDir dir;
+  gr::write_npy(dir / "m.npy", torch::ones({4, 3}));
+  auto bytes = gr::read_file(dir / "m.npy");
+  write(dir / "truncated.npy", bytes.substr(0, bytes.size() - 1));
+  write(dir / "text.npy", "hello");
+  auto doubles = bytes;
+  doubles.replace(doubles.find("<f4"), 3, "<f8");
+  write(dir / "f8.npy", doubles);
+  for (const auto& [name, message] : std::vector<std::pair<std::string, std::string>>{
+           {"truncated.npy", "truncated or damaged"}, {"text.npy", "not a .npy file"},
+           {"f8.npy", "'<f8' values"}, {"missing.npy", "cannot open"}}) {
+    const auto error = error_of([&] { gr::read_npy(dir / name); });
+    EXPECT_NE(error.find(name), std::string::npos) << error;
+    EXPECT_NE(error.find(message), std::string::npos) << error;
+  }
+}
+
+TEST(Embeddings, DirectoriesRoundTripAndBadOnesAreNamed) {
+  TempDir dir;
+  fs::create_directories(dir / "e");
+  gr::EmbeddingsWriter writer(dir / "e", torch::kFloat16);
+  const auto a = torch::randn({3, 4}), b = torch::randn({2, 4});
+  writer.add_shard({"x", "y", "z"}, a);
+  writer.add_shard({"u", "v"}, b);
+  EXPECT_THROW(writer.add_shard({"w"}, torch::randn({1, 5})), std::invalid_argument);
+  EXPECT_THROW(writer.add_shard({"line\nbreak"}, torch::randn({1, 4})), std::invalid_argument);
+  writer.finish({{"side", "passage"}});
+  const auto read = gr::read_embeddings(dir / "e");
+  EXPECT_EQ(read.ids, (std::vector<std::string>{"x", "y", "z", "u", "v"}));
+  EXPECT_EQ(read.vectors.scalar_type(), torch::kFloat32);
+  EXPECT_TRUE(torch::equal(read.vectors, torch::cat({a, b}).to(torch::kFloat16).to(torch::kFloat32)));
+  EXPECT_EQ(read.manifest["side"], "passage");
+
+  auto expect_error = [&](const std::string& message) {
+    const auto error = error_of([&] { gr::read_embeddings(dir / "e"); });
+    EXPECT_NE(error.find(message), std::string::npos) << "expected '" << message << "', got: " << error;
+  };
+  const auto manifest = gr::read_file(dir / "e/manifest.json");
+  write(dir / "e/ids_00001.txt", "u\n");
+  expect_error("ids_00001.txt: holds 1 ids for 2 rows");
+  write(dir / "e/ids_00001.txt", "u\nv\n");
+  gr::write_npy(dir / "e/embeddings_00000.npy", torch::randn({3, 4}));
+  expect_error("embeddings_00000.npy: holds 3 x 4 float32 values, but manifest.json says 3 x 4 float16");
+  write(dir / "e/manifest.json", "{\"format\": ");
+  expect_error("manifest.json: malformed JSON");
+  auto wrong_rows = nlohmann::json::parse(manifest);
+  wrong_rows["rows"] = 6;
+  write(dir / "e/manifest.json", wrong_rows.dump());
+  expect_error("the shards hold 5 rows, but \"rows\" says 6");
+  fs::remove(dir / "e/manifest.json");
+  expect_error("no manifest.json");
+}
+
+TEST(CollectionReader, ShardsAreTheCollectionInOrder) {
+  TempDir dir;
+  write_task(dir);
+  const auto whole = gr::read_collection(dir / "corpus.tsv");
+  gr::CollectionReader reader(dir / "corpus.tsv");
+  std::vector<std::string> ids, texts;
+  for (auto shard = reader.next(10); shard.size() > 0; shard = reader.next(10)) {
+    EXPECT_LE(shard.size(), 10u);
+    ids.insert(ids.end(), shard.ids.begin(), shard.ids.end());
+    texts.insert(texts.end(), shard.texts.begin(), shard.texts.end());
+  }
+  EXPECT_EQ(ids, whole.ids);
+  EXPECT_EQ(texts, whole.texts);
+  EXPECT_EQ(reader.bytes_read(), reader.file_size());
+  write(dir / "dup.tsv", "a\tone\nb\ttwo\na\tthree\n");
+  gr::CollectionReader duplicates(dir / "dup.tsv");
+  duplicates.next(2);
+  EXPECT_NE(error_of([&] { duplicates.next(2); }).find("dup.tsv:3: duplicate id 'a' (first on line 1)"),
+            std::string::npos);
+  write(dir / "empty.tsv", "\n");
+  gr::CollectionReader empty(dir / "empty.tsv");
+  EXPECT_NE(error_of([&] { empty.next(2); }).find("no records"), std::string::npos);
+}
+
+// Encoding in shards of 10 rows gives what encoding the corpus at once gives; a stop request
+// leaves neither the output nor a partial directory.
+TEST(Encode, ShardsEqualOneEncodingAndAStopLeavesNothing) {
+  TempDir dir;
+  write_task(dir);
+  auto config = tiny_config(dir);
+  gr::train(config, quiet());
+  gr::EncodeSettings settings;
+  settings.run = config.output;
+  settings.corpus = dir / "corpus.tsv";
+  settings.output = dir / "embeddings";
+  settings.shard_size = 10;
+  settings.batch_size = 4;
+  const auto report = gr::encode_corpus(settings);
+  EXPECT_EQ(report.rows, 96);
+  EXPECT_EQ(report.shards, 10);
+  const auto read = gr::read_embeddings(settings.output);
+  auto run = gr::load_run_encoder(config.output);
+  run.model.train(false);
+  const auto corpus = gr::read_collection(settings.corpus);
+  std::vector<std::vector<int64_t>> tokens;
+  for (const auto& text : corpus.texts) tokens.push_back(run.tokenizer.encode(text, 32));
+  EXPECT_LE(max_difference(read.vectors, gr::encode_all(run.model.passage_model(), tokens, 96, torch::kCPU)), 1e-6);
+  EXPECT_EQ(read.ids, corpus.ids);
+
+  std::atomic<int> stop{SIGINT};
+  gr::EncodeControl control;
+  control.stop = &stop;
+  settings.output = dir / "stopped";
+  EXPECT_THROW(gr::encode_corpus(settings, control), gr::EvalStopped);
+  for (const auto& entry : fs::directory_iterator(dir.path))
+    EXPECT_EQ(entry.path().filename().string().find("stopped"), std::string::npos) << entry.path();
+}

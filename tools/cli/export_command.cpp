@@ -1,0 +1,41 @@
+// `gradcache export`: a run -> TorchScript encoders, the tokenizer and export.json
+// (retriever/export_run.h), usable from Python with torch.jit.load.
+#include "commands.h"
+#include "setting_flags.h"
+
+#include "retriever/export_run.h"
+
+#include <iostream>
+
+namespace gradcache {
+namespace cli {
+
+std::function<int()> add_export_command(CLI::App& app) {
+  auto* cmd = app.add_subcommand("export", "Export a run's encoder(s) as self-contained TorchScript modules "
+                                           "(forward(input_ids, attention_mask) -> [B, d]) with the tokenizer "
+                                           "and export.json under --output.");
+  auto given = add_setting_flags(*cmd, retriever::export_settings(), retriever::ExportSettings{});
+  return [given]() {
+    retriever::ExportSettings settings;
+    try {
+      settings = retriever::export_settings().build(retriever::ExportSettings{}, nlohmann::json::object(),
+                                                    given->values);
+      retriever::export_settings().validate(settings);
+    } catch (const retriever::SettingsError& e) {
+      std::cerr << "gradcache export: error: " << e.what() << std::endl;
+      return 2;
+    }
+    const auto description = retriever::export_run(settings);
+    std::cerr << "gradcache export: wrote " << settings.output << " (";
+    bool first = true;
+    for (const auto& [side, file] : description["models"].items()) {
+      std::cerr << (first ? "" : ", ") << side << ": " << file.get<std::string>();
+      first = false;
+    }
+    std::cerr << "; dimension " << description["dim"] << ")" << std::endl;
+    return 0;
+  };
+}
+
+}  // namespace cli
+}  // namespace gradcache
