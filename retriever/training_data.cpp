@@ -41,6 +41,7 @@ TrainingData::TrainingData(const TrainConfig& config, const TokenizerSource& tok
     eval_set_ = tokenize_eval_set(task.eval->name, task.eval->corpus, task.eval->queries, task.eval->qrels,
                                   *tokenizer_, static_cast<size_t>(config_.query_max_len),
                                   static_cast<size_t>(config_.passage_max_len));
+    if (config_.eval_bm25 && share_.rank == 0) eval_texts_ = task.eval;
   }
 }
 
