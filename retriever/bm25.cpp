@@ -126,6 +126,10 @@ void Bm25Index::Impl::build_named(const TextCollection& corpus, const std::strin
   }
   const std::string building = path + ".building-" + std::to_string(getpid());
   std::error_code ec;
+  const fs::path parent = fs::path(path).parent_path();
+  if (!parent.empty() && !fs::create_directories(parent, ec) && ec) {
+    throw std::runtime_error("--bm25-index " + path + ": cannot create " + parent.string() + ": " + ec.message());
+  }
   fs::remove_all(building, ec);
   write_database(building, corpus, signature);
   fs::remove_all(path, ec);

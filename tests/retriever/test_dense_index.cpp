@@ -1,6 +1,7 @@
 // DenseIndex: FAISS's flat index answers exactly as exact_top_k (ties included), the
 // approximate indexes find most of the exact neighbours, and bad parameters are refused clearly.
 #include "retriever/dense_index.h"
+#include "retriever/evaluate_checkpoint.h"
 #include "retriever/metrics.h"
 #include "retriever/search.h"
 #include "retriever/task.h"
@@ -150,6 +151,28 @@ TEST(DenseIndexTest, BadParametersGiveClearErrors) {
   at::Tensor bad = at::randn({10, 8});
   bad[3][2] = std::numeric_limits<float>::quiet_NaN();
   expect_error([&] { DenseIndex(bad, of_type("flat")); }, "NaN");
+}
+
+TEST(DenseIndexTest, EvalFlagsSetTheIndexOptions) {
+  const EvalSettings s = eval_settings().build(
+      EvalSettings{}, nlohmann::json::object(),
+      {{"index", "ivfpq"}, {"nlist", "50"}, {"nprobe", "5"}, {"pq_m", "8"}, {"pq_bits", "6"}, {"hnsw_m", "12"},
+       {"ef_search", "40"}, {"ef_construction", "60"}, {"eval_bm25", "false"}, {"bm25_index", "/tmp/x"}});
+  EXPECT_EQ(s.index.type, "ivfpq");
+  EXPECT_EQ(s.index.nlist, 50);
+  EXPECT_EQ(s.index.nprobe, 5);
+  EXPECT_EQ(s.index.pq_m, 8);
+  EXPECT_EQ(s.index.pq_bits, 6);
+  EXPECT_EQ(s.index.hnsw_m, 12);
+  EXPECT_EQ(s.index.ef_search, 40);
+  EXPECT_EQ(s.index.ef_construction, 60);
+  EXPECT_FALSE(s.eval_bm25);
+  EXPECT_EQ(s.bm25_index, "/tmp/x");
+  EXPECT_TRUE(EvalSettings{}.eval_bm25);
+  EvalSettings bad;
+  bad.checkpoint = "x";
+  bad.index.type = "annoy";
+  expect_error([&] { eval_settings().validate(bad); }, "--index must be exact, flat, blocked, hnsw or ivfpq");
 }
 
 }  // namespace
