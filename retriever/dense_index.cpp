@@ -112,7 +112,9 @@ void DenseIndex::Impl::build_ivfpq(const at::Tensor& x) {
   require(options.pq_bits >= 1 && options.pq_bits <= 16,
           "--pq-bits must be in 1..16, got " + std::to_string(options.pq_bits));
   require(options.nprobe >= 1, "--nprobe must be >= 1, got " + std::to_string(options.nprobe));
-  const int64_t wanted = options.train_sample > 0 ? options.train_sample : std::min<int64_t>(65536, 64 * nlist);
+  // FAISS's k-means asks for 39 points per centroid (it warns with fewer).
+  const int64_t enough = std::max<int64_t>(64 * nlist, 39 * (int64_t{1} << std::min<int64_t>(options.pq_bits, 16)));
+  const int64_t wanted = options.train_sample > 0 ? options.train_sample : std::min<int64_t>(65536, enough);
   const int64_t sample = std::min(n, wanted);
   const int64_t centroids = std::max<int64_t>(nlist, int64_t{1} << options.pq_bits);
   require(sample >= centroids, "IVF-PQ needs at least " + std::to_string(centroids) +

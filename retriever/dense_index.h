@@ -26,7 +26,7 @@ struct DenseIndexOptions {
   int64_t nprobe = 16;            ///< IVF: clusters visited per query
   int64_t pq_m = 0;               ///< PQ: sub-quantizers, must divide d; 0: the largest divisor of d <= d/4
   int64_t pq_bits = 8;            ///< PQ: bits per sub-quantizer code (1..16)
-  int64_t train_sample = 0;       ///< IVF-PQ: documents to train on (evenly spaced); 0: min(D, 64 nlist, 65536)
+  int64_t train_sample = 0;       ///< IVF-PQ: documents to train on (evenly spaced); 0: min(D, 65536, max(64 nlist, 39 x 2^pq_bits))
   int64_t threads = 0;            ///< OpenMP and BLAS threads while building and searching; 0: leave as set
 };
 
