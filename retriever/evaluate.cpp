@@ -59,7 +59,15 @@ at::Tensor encode_all(const gradcache::Model& model, const std::vector<std::vect
   return sorted.index_select(0, inverse.to(sorted.device()));
 }
 
-RetrievalMetrics evaluate(BiEncoder& model, const TokenizedEvalSet& data, const EvalOptions& options) {
+namespace {
+
+double seconds_since(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+}  // namespace
+
+DenseEvaluation evaluate_dense(BiEncoder& model, const TokenizedEvalSet& data, const EvalOptions& options) {
   // No dropout while encoding; the caller's mode comes back even if encoding throws.
   struct ModeGuard {
     BiEncoder& model;
@@ -67,16 +75,48 @@ RetrievalMetrics evaluate(BiEncoder& model, const TokenizedEvalSet& data, const 
     ~ModeGuard() { model.train(training); }
   } restore{model, model.is_training()};
   model.train(false);
+  DenseEvaluation out;
+  auto start = std::chrono::steady_clock::now();
   auto docs = encode_all(model.passage_model(), data.corpus, options.batch_size, options.device, options.stop);
   auto queries = encode_all(model.query_model(), data.queries, options.batch_size, options.device, options.stop);
-  auto top = exact_top_k(queries, docs, options.top_k);
-  auto indices = top.indices.to(torch::kCPU).contiguous();
-  std::vector<std::vector<int64_t>> ranked(static_cast<size_t>(indices.size(0)));
-  auto a = indices.accessor<int64_t, 2>();
-  for (int64_t q = 0; q < indices.size(0); ++q) {
-    ranked[q].assign(&a[q][0], &a[q][0] + indices.size(1));
+  out.encode_seconds = seconds_since(start);
+  start = std::chrono::steady_clock::now();
+  const DenseIndex index(docs, options.index);
+  out.index = index.describe();
+  out.index_seconds = seconds_since(start);
+  start = std::chrono::steady_clock::now();
+  const TopK top = index.search(queries, options.top_k);
+  out.search_seconds = seconds_since(start);
+  out.metrics = compute_metrics(ranked_lists(top), data.relevant);
+  if (!is_exact_index_type(options.index.type)) {
+    DenseIndexOptions exact_options = options.index;
+    exact_options.type = "exact";
+    const TopK exact = DenseIndex(docs, exact_options).search(queries, options.top_k);
+    const int64_t width = top.indices.size(1);
+    out.recall_vs_exact_at_10 = recall_against(top, exact, std::min<int64_t>(10, width));
+    if (width >= 100) out.recall_vs_exact_at_100 = recall_against(top, exact, 100);
   }
-  return compute_metrics(ranked, data.relevant);
+  return out;
+}
+
+RetrievalMetrics evaluate(BiEncoder& model, const TokenizedEvalSet& data, const EvalOptions& options) {
+  return evaluate_dense(model, data, options).metrics;
+}
+
+Bm25Evaluation evaluate_bm25(const TextCollection& corpus, const TextCollection& queries,
+                             const TokenizedEvalSet& data, const Bm25Options& options, int64_t top_k,
+                             const std::function<void(const std::string&)>& log) {
+  TORCH_CHECK(corpus.size() == data.corpus.size() && queries.size() == data.queries.size(),
+              "evaluate_bm25: the texts are not those of the evaluation set");
+  Bm25Evaluation out;
+  const Bm25Index index(corpus, options, log);
+  out.index_seconds = index.build_seconds();
+  out.reused = index.reused();
+  const auto start = std::chrono::steady_clock::now();
+  const TopK top = index.search(queries.texts, top_k);
+  out.search_seconds = seconds_since(start);
+  out.metrics = compute_metrics(ranked_lists(top), data.relevant);
+  return out;
 }
 
 RetrievalMetrics evaluate_and_describe(BiEncoder& model, const TokenizedEvalSet& data, const EvalOptions& options,

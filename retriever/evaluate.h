@@ -1,6 +1,8 @@
 // Retrieval evaluation: encode a corpus and queries, exact top-k, standard metrics.
 #pragma once
 
+#include "retriever/bm25.h"
+#include "retriever/dense_index.h"
 #include "retriever/encoder.h"
 #include "retriever/metrics.h"
 #include "retriever/text_data.h"
@@ -10,6 +12,8 @@
 
 #include <atomic>
 #include <cstdint>
+#include <functional>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <unordered_map>
@@ -52,13 +56,43 @@ struct EvalOptions {
   int64_t batch_size = 512;
   int64_t top_k = 100;
   c10::Device device = c10::Device(c10::kCPU);
+  /// How the corpus is searched (default: the faster exact method).
+  DenseIndexOptions index;
   /// Set (to a signal number) from elsewhere to stop between encoding batches: EvalStopped.
   const std::atomic<int>* stop = nullptr;
 };
 
-/// Ranks every corpus document for every query (exact, blocked) and computes
-/// Recall@1/10/100, MRR@10 and nDCG@10.
+/// A dense evaluation and how its search went.
+struct DenseEvaluation {
+  RetrievalMetrics metrics;
+  std::string index;  ///< DenseIndex::describe()
+  double encode_seconds = 0, index_seconds = 0, search_seconds = 0;
+  /// With an approximate index: the fraction of the exact search's top 10 (top 100) that it
+  /// found in its own, averaged over queries; unset for an exact index (and @100 when
+  /// top_k < 100).
+  std::optional<double> recall_vs_exact_at_10, recall_vs_exact_at_100;
+};
+
+/// Encodes the corpus and the queries, ranks the corpus for every query with the index
+/// options.index describes, and computes Recall@1/10/100, MRR@10 and nDCG@10.
+DenseEvaluation evaluate_dense(BiEncoder& model, const TokenizedEvalSet& data, const EvalOptions& options = {});
+
+/// evaluate_dense(...).metrics.
 RetrievalMetrics evaluate(BiEncoder& model, const TokenizedEvalSet& data, const EvalOptions& options = {});
+
+/// The BM25 baseline of an evaluation set and how long it took.
+struct Bm25Evaluation {
+  RetrievalMetrics metrics;
+  double index_seconds = 0, search_seconds = 0;
+  bool reused = false;  ///< the --bm25-index directory already held this corpus
+};
+
+/// Indexes `corpus` with BM25 (Bm25Index), ranks it for every text of `queries`, and scores
+/// the ranking with `data`'s judgements (`data` must be tokenize_eval_set of the same corpus
+/// and queries). `log` (may be empty) hears what indexing did.
+Bm25Evaluation evaluate_bm25(const TextCollection& corpus, const TextCollection& queries,
+                             const TokenizedEvalSet& data, const Bm25Options& options, int64_t top_k,
+                             const std::function<void(const std::string&)>& log = {});
 
 /// evaluate(), timed, and described in one line for a log in `line`:
 /// "what: name, N queries against M passages: R@10 0.1234  MRR@10 0.0567 (1.2 s)".

@@ -2,12 +2,14 @@
 // and the evaluation itself.
 #pragma once
 
+#include "retriever/evaluate.h"
 #include "retriever/metrics.h"
 #include "retriever/settings.h"
 
 #include <atomic>
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 
 namespace gradcache {
@@ -24,6 +26,10 @@ struct EvalSettings {
   std::string device = "cpu";
   int64_t threads = 0;                       ///< intra-op threads; 0: 1
   bool quick = false;                        ///< a small subset of the WordNet split
+  DenseIndexOptions index;                   ///< how the corpus is searched (--index and its parameters)
+  bool eval_bm25 = true;                     ///< also rank with BM25 (the baseline row)
+  std::string bm25_index;                    ///< BM25 database directory ("" = temporary)
+  double bm25_k1 = 0.9, bm25_b = 0.4;        ///< BM25 parameters (Anserini's defaults)
 };
 
 /// The table every setting of EvalSettings is declared in.
@@ -35,6 +41,8 @@ struct EvalReport {
   size_t corpus_size = 0;
   int64_t step = 0;        ///< the checkpoint's training step
   RetrievalMetrics metrics;
+  DenseEvaluation dense;                 ///< how the search went (index, recall vs exact)
+  std::optional<Bm25Evaluation> bm25;    ///< the BM25 baseline (with --eval-bm25)
 };
 
 /// How evaluate_checkpoint reports as it goes, and how it is stopped.

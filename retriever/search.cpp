@@ -146,4 +146,14 @@ TopK exact_top_k(const at::Tensor& queries, const at::Tensor& docs, int64_t k, i
   return result;
 }
 
+std::vector<std::vector<int64_t>> ranked_lists(const TopK& top) {
+  const at::Tensor indices = top.indices.to(at::kCPU).contiguous();
+  const auto a = indices.accessor<int64_t, 2>();
+  std::vector<std::vector<int64_t>> ranked(static_cast<size_t>(indices.size(0)));
+  for (int64_t q = 0; q < indices.size(0); ++q) {
+    for (int64_t i = 0; i < indices.size(1) && a[q][i] >= 0; ++i) ranked[q].push_back(a[q][i]);
+  }
+  return ranked;
+}
+
 }  // namespace gradcache::retriever

@@ -4,6 +4,7 @@
 #include <ATen/core/Tensor.h>
 
 #include <cstdint>
+#include <vector>
 
 namespace gradcache::retriever {
 
@@ -31,5 +32,9 @@ struct TopK {
 /// on bad arguments.
 TopK exact_top_k(const at::Tensor& queries, const at::Tensor& docs, int64_t k, int64_t query_block = 1024,
                  int64_t doc_block = 16384);
+
+/// Each query's document rows in rank order, without the -1 rows an approximate search or BM25
+/// pads with when it found fewer than k documents (the form compute_metrics takes).
+std::vector<std::vector<int64_t>> ranked_lists(const TopK& top);
 
 }  // namespace gradcache::retriever

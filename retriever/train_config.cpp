@@ -237,6 +237,10 @@ void add_output_settings(Table& t) {
                 "With --eval: also evaluate the untrained model before training (false: only after)")
             .in_group(group)
             .free_on_resume());
+  t.add(field("eval_bm25", &TrainConfig::eval_bm25, "--eval-bm25",
+                "With --eval: also rank with BM25 (Xapian) for a baseline row in the end-of-run table")
+            .in_group(group)
+            .free_on_resume());
   t.add(field("eval_batch_size", &TrainConfig::eval_batch_size, "--eval-batch-size", "Encoding batch of the evaluation")
             .in_group(group)
             .per_rank()

@@ -73,6 +73,7 @@ struct TrainConfig {
   std::string metrics_out;  ///< JSON lines; default OUTPUT/metrics.jsonl
   bool eval = true;         ///< evaluate before and after training when there is evaluation data
   bool eval_baseline = true;  ///< with eval: also evaluate the untrained model before training
+  bool eval_bm25 = true;      ///< with eval: a BM25 baseline row (Xapian) in the end-of-run table
   int64_t eval_batch_size = 512;
   bool quick = false;       ///< a tiny run for smoke tests
 

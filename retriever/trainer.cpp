@@ -23,6 +23,7 @@
 
 #include <chrono>
 #include <cmath>
+#include <cstdio>
 #include <sstream>
 
 namespace gradcache {
@@ -72,6 +73,7 @@ class Run {
   bool stop_requested() const;
   void log(const std::string& text) { progress_->message(text); }
   std::optional<RetrievalMetrics> evaluate_now(const char* what);
+  std::optional<RetrievalMetrics> evaluate_bm25_now();
   void write_summary();
   nlohmann::json selection_summary() const;
   bool writer() const { return rank_ == 0; }  // the one process that writes, logs and evaluates
@@ -375,6 +377,20 @@ nlohmann::json Run::selection_summary() const {
   return j;
 }
 
+// The BM25 baseline, once per run, beside the trained model's evaluation.
+std::optional<RetrievalMetrics> Run::evaluate_bm25_now() {
+  const auto& texts = data_->eval_texts();
+  if (!texts || !data_->eval_set() || !writer() || !config_.eval_bm25) return std::nullopt;
+  const auto start = Clock::now();
+  const auto bm25 = evaluate_bm25(texts->corpus, texts->queries, *data_->eval_set(), Bm25Options{}, 100,
+                                  [this](const std::string& line) { log(line); });
+  char line[160];
+  std::snprintf(line, sizeof line, "bm25: R@10 %.4f  MRR@10 %.4f (%.1f s)", bm25.metrics.recall_at_10,
+                bm25.metrics.mrr_at_10, seconds_since(start));
+  log(line);
+  return bm25.metrics;
+}
+
 void Run::write_summary() {
   nlohmann::json summary{{"steps", progress_state_.step},     {"total_steps", result_.total_steps},
                          {"interrupted", result_.interrupted}, {"final_loss", result_.final_loss},
@@ -385,6 +401,7 @@ void Run::write_summary() {
                          {"untrained", baseline_},
                          {"stopped_early", stopped_early_},
                          {"selection", config_.eval_every > 0 ? selection_summary() : nlohmann::json(nullptr)},
+                         {"bm25", result_.bm25 ? to_json(*result_.bm25) : nlohmann::json(nullptr)},
                          {"trained", result_.trained ? to_json(*result_.trained) : nlohmann::json(nullptr)}};
   directory_->write("summary.json", summary.dump(2) + "\n");
 }
@@ -428,6 +445,7 @@ TrainResult Run::execute() {
         directory_->checkpoint_path() + "; continue with --resume");
   } else {
     result_.trained = evaluate_now("trained");
+    if (result_.trained) result_.bm25 = evaluate_bm25_now();
     if (!baseline_.is_null()) result_.untrained = metrics_from_json(baseline_);
   }
   result_.eval_name = data_->eval_set() ? data_->eval_set()->name : "";

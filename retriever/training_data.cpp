@@ -41,7 +41,10 @@ TrainingData::TrainingData(const TrainConfig& config, const TokenizerSource& tok
     return tokenize_eval_set(data.name, data.corpus, data.queries, data.qrels, *tokenizer_,
                              static_cast<size_t>(config_.query_max_len), static_cast<size_t>(config_.passage_max_len));
   };
-  if (task.eval) eval_set_ = tokenize(*task.eval);
+  if (task.eval) {
+    eval_set_ = tokenize(*task.eval);
+    if (config_.eval_bm25 && share_.rank == 0) eval_texts_ = task.eval;
+  }
   if (task.dev && share_.rank == 0) dev_set_ = tokenize(*task.dev);
 }
 

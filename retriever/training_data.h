@@ -52,6 +52,8 @@ class TrainingData {
   const std::optional<TokenizedEvalSet>& eval_set() const { return eval_set_; }
   /// The dev data of model selection (--eval-every), tokenized on rank 0 only (it evaluates).
   const std::optional<TokenizedEvalSet>& dev_set() const { return dev_set_; }
+  /// The evaluation set's texts (for the BM25 baseline), when there is one.
+  const std::optional<EvalData>& eval_texts() const { return eval_texts_; }
 
   /// This process's examples of batch `batch_in_epoch` of an epoch in `order`: ordered by
   /// query length (less padding per chunk) unless in accumulate mode, where the order
@@ -71,6 +73,7 @@ class TrainingData {
   BatchShare share_;
   std::optional<Tokenizer> tokenizer_;
   std::optional<TokenizedEvalSet> eval_set_, dev_set_;
+  std::optional<EvalData> eval_texts_;
   std::vector<std::vector<int64_t>> query_tokens_, passage_tokens_;
   std::vector<std::vector<int64_t>> positives_, negatives_;  // per example: passage rows
 };
