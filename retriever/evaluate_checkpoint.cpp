@@ -3,7 +3,9 @@
 #include "retriever/checkpoint.h"
 #include "retriever/device.h"
 #include "retriever/evaluate.h"
+#include "retriever/search_settings.h"
 #include "retriever/task.h"
+#include "retriever/text_encoder.h"
 
 #include <torch/torch.h>
 
@@ -16,49 +18,12 @@ namespace gradcache {
 namespace retriever {
 namespace {
 
-/// A setting stored in EvalSettings::index (DenseIndexOptions), declared as field() declares one.
-template <class T>
-Setting<EvalSettings> index_field(const std::string& key, T DenseIndexOptions::*member, const std::string& flag,
-                                  const std::string& help) {
-  Setting<EvalSettings> s = field(key, &EvalSettings::checkpoint, flag, help);  // key, flag, help, parse
-  s.get = [member](const EvalSettings& c) { return nlohmann::json(c.index.*member); };
-  s.set = [member, key](EvalSettings& c, const nlohmann::json& v) {
-    c.index.*member = json_setting_value<T>(v, key);
-  };
-  s.parse = [key, flag](const std::string& text) { return nlohmann::json{{key, parse_setting_text<T>(text, flag)}}; };
-  s.value_hint = std::is_same_v<T, std::string> ? "TEXT" : "INT";
-  return s.in_group("Search");
-}
-
 // --index and its parameters, and the BM25 baseline.
 void add_search_settings(SettingsTable<EvalSettings>& t) {
-  using S = EvalSettings;
-  using D = DenseIndexOptions;
-  const std::string group = "Search";
-  auto index = [](const char* key, int64_t D::*member, const char* flag, const char* help) {
-    return index_field(key, member, flag, help);
-  };
-  t.add(index_field("index", &D::type, "--index",
-                    "Dense search: exact (the faster exact method), flat (FAISS), blocked, hnsw or ivfpq")
-            .checked(one_of({"exact", "flat", "blocked", "hnsw", "ivfpq"})));
-  t.add(index("hnsw_m", &DenseIndexOptions::hnsw_m, "--hnsw-m", "HNSW: neighbours per node").checked(at_least(2)));
-  t.add(index("ef_construction", &DenseIndexOptions::ef_construction, "--ef-construction",
-              "HNSW: candidates while building").checked(positive()));
-  t.add(index("ef_search", &DenseIndexOptions::ef_search, "--ef-search", "HNSW: candidates while searching")
-            .checked(positive()));
-  t.add(index("nlist", &DenseIndexOptions::nlist, "--nlist", "IVF-PQ: clusters (0: about sqrt(passages))")
-            .checked(at_least(0)));
-  t.add(index("nprobe", &DenseIndexOptions::nprobe, "--nprobe", "IVF-PQ: clusters visited per query")
-            .checked(positive()));
-  t.add(index("pq_m", &DenseIndexOptions::pq_m, "--pq-m", "IVF-PQ: sub-quantizers, dividing the embedding size (0: auto)")
-            .checked(at_least(0)));
-  t.add(index("pq_bits", &DenseIndexOptions::pq_bits, "--pq-bits", "IVF-PQ: bits per code").checked(positive()));
-  t.add(field("eval_bm25", &S::eval_bm25, "--eval-bm25", "Also rank with BM25 (Xapian): the bm25 row").in_group(group));
-  t.add(field("bm25_index", &S::bm25_index, "--bm25-index",
-              "BM25 index directory, reused when it holds the same corpus (default: a temporary one)")
-            .in_group(group));
-  t.add(field("bm25_k1", &S::bm25_k1, "--bm25-k1", "BM25 k1").in_group(group).checked(at_least(0)));
-  t.add(field("bm25_b", &S::bm25_b, "--bm25-b", "BM25 b").in_group(group).checked(at_least(0)));
+  add_index_settings(t);
+  t.add(field("eval_bm25", &EvalSettings::eval_bm25, "--eval-bm25", "Also rank with BM25 (Xapian): the bm25 row")
+            .in_group("Search"));
+  add_bm25_settings(t);
 }
 
 SettingsTable<EvalSettings> make_eval_settings() {
@@ -100,10 +65,7 @@ EvalReport evaluate_checkpoint(const EvalSettings& s, const EvalControl& control
   };
   torch::set_num_threads(s.threads > 0 ? static_cast<int>(s.threads) : 1);
   EvalReport report;
-  report.checkpoint = s.checkpoint;
-  if (std::filesystem::is_directory(s.checkpoint)) {
-    report.checkpoint = (std::filesystem::path(s.checkpoint) / "checkpoint.pt").string();
-  }
+  report.checkpoint = checkpoint_of_run(s.checkpoint);
   auto [info, model] = load_checkpoint(report.checkpoint);  // checked (CRCs) and read once
   EvalData data;
   if (!s.corpus.empty()) {

@@ -1,10 +1,12 @@
 #include "retriever/mine.h"
 
-#include "retriever/checkpoint.h"
+#include "retriever/bm25.h"
 #include "retriever/device.h"
 #include "retriever/evaluate.h"
 #include "retriever/files.h"
 #include "retriever/search.h"
+#include "retriever/search_settings.h"
+#include "retriever/text_encoder.h"
 #include "retriever/text_data.h"
 #include "retriever/tokenizer.h"
 #include "retriever/wordnet.h"
@@ -26,6 +28,11 @@ SettingsTable<MineSettings> make_mine_settings() {
   SettingsTable<S> t;
   t.add(field("run", &S::run, "--run", "Dense retrieval with this run: checkpoint.pt (or best.pt) or its directory")
             .in_group("Retrieval"));
+  t.add(field("model", &S::model, "--model", "Dense retrieval with an exported model (gradcache export's directory)")
+            .in_group("Retrieval"));
+  t.add(field("bm25", &S::bm25, "--bm25", "Retrieve with BM25 (Xapian) instead").as_switch().in_group("Retrieval"));
+  add_index_settings(t);
+  add_bm25_settings(t);
   t.add(field("train_file", &S::train_file, "--train-file",
               "Training queries and positives (JSONL or TSV, as train reads); default: WordNet's train split")
             .in_group("Data"));
@@ -52,7 +59,9 @@ SettingsTable<MineSettings> make_mine_settings() {
   t.add(field("device", &S::device, "--device", "cpu, cuda, ...").checked(existing_device()).in_group("Machine"));
   t.add(field("threads", &S::threads, "--threads", "Intra-op threads (0: 1)").checked(at_least(0)).in_group("Machine"));
   t.add_check([](const S& s) {
-    if (s.run.empty()) return std::string("give --run (dense retrieval with a trained run)");
+    if (!s.run.empty() + !s.model.empty() + s.bm25 != 1)
+      return std::string("give exactly one of --run, --model (dense retrieval) and --bm25");
+    if (s.bm25 && s.margin > 0) return std::string("--margin needs dense scores: use it with --run or --model");
     return std::string();
   });
   t.add_check([](const S& s) {
@@ -139,21 +148,44 @@ std::unordered_set<int64_t> excluded_rows(const MiningData& data, const TrainExa
 }
 
 
-// Ranks the corpus for every query with a trained run: both sides encoded without dropout,
-// exact top-k by inner product. With a margin, each query's score of its first positive too.
+// Turns a search's results into mining queries (dropping the -1 rows of a search that found
+// fewer documents).
+std::vector<MiningQuery> mining_queries(const TopK& top) {
+  const auto lists = ranked_lists(top);
+  const auto scores = top.scores.to(torch::kCPU).contiguous();
+  std::vector<MiningQuery> out(lists.size());
+  for (size_t q = 0; q < out.size(); ++q) {
+    out[q].ranked = lists[q];
+    const float* score = scores[static_cast<int64_t>(q)].data_ptr<float>();
+    out[q].scores.assign(score, score + lists[q].size());
+  }
+  return out;
+}
+
+// The query and passage encoders of a run or of an export.
+std::pair<TextEncoder, TextEncoder> load_encoders(const MineSettings& s) {
+  if (!s.run.empty()) {
+    TextEncoder run = load_run_encoder(s.run);
+    return {run, run};
+  }
+  return {load_exported_encoder(s.model, "query"), load_exported_encoder(s.model, "passage")};
+}
+
+// Ranks the corpus for every query with a trained encoder through a DenseIndex (no dropout).
+// With a margin, also each query's score of its first positive.
 std::vector<MiningQuery> retrieve_dense(const MineSettings& s, const MiningData& data, int64_t k,
-                                        const MineControl& control, std::string& source) {
-  source = std::filesystem::is_directory(s.run) ? (std::filesystem::path(s.run) / "checkpoint.pt").string() : s.run;
-  auto [info, model] = load_checkpoint(source);
+                                        const MineControl& control) {
+  auto [query_encoder, passage_encoder] = load_encoders(s);
   const c10::Device device(s.device);
-  model.to(device);
-  model.train(false);
-  const auto tokenizer = Tokenizer::from_serialized(info.tokenizer);
-  auto tokens = [&](const std::vector<std::string>& texts, int64_t max_len) {
-    std::vector<std::vector<int64_t>> out;
-    out.reserve(texts.size());
-    for (const auto& text : texts) out.push_back(tokenizer.encode(text, static_cast<size_t>(max_len)));
-    return out;
+  auto encode = [&](TextEncoder& encoder, bool query_side, const std::vector<std::string>& texts) {
+    encoder.model.to(device);
+    encoder.model.train(false);
+    const auto max_len = static_cast<size_t>(query_side ? encoder.query_max_len : encoder.passage_max_len);
+    std::vector<std::vector<int64_t>> tokens;
+    tokens.reserve(texts.size());
+    for (const auto& text : texts) tokens.push_back(encoder.tokenizer.encode(text, max_len));
+    const auto model = query_side ? encoder.model.query_model() : encoder.model.passage_model();
+    return encode_all(model, tokens, s.batch_size, device, control.stop);
   };
   std::vector<std::string> query_texts, positive_texts;
   for (const auto& e : data.examples) {
@@ -162,29 +194,31 @@ std::vector<MiningQuery> retrieve_dense(const MineSettings& s, const MiningData&
   }
   if (control.log)
     control.log("encoding " + std::to_string(data.corpus.size()) + " documents and " +
-                std::to_string(query_texts.size()) + " queries with " + source);
-  const auto docs = encode_all(model.passage_model(), tokens(data.corpus.texts, info.config.passage_max_len),
-                               s.batch_size, device, control.stop);
-  const auto queries = encode_all(model.query_model(), tokens(query_texts, info.config.query_max_len),
-                                  s.batch_size, device, control.stop);
-  const auto top = exact_top_k(queries, docs, k);
-  at::Tensor positive_scores;
+                std::to_string(query_texts.size()) + " queries");
+  const auto queries = encode(query_encoder, true, query_texts);
+  DenseIndexOptions index_options = s.index;
+  index_options.threads = s.threads > 0 ? s.threads : 1;
+  const DenseIndex index(encode(passage_encoder, false, data.corpus.texts), index_options);
+  if (control.log) control.log("searching with " + index.describe());
+  auto out = mining_queries(index.search(queries, k));
   if (s.margin > 0) {
-    const auto positives = encode_all(model.passage_model(), tokens(positive_texts, info.config.passage_max_len),
-                                      s.batch_size, device, control.stop);
-    positive_scores = (queries * positives).sum(1).to(torch::kCPU).contiguous();
-  }
-  const auto indices = top.indices.to(torch::kCPU).contiguous();
-  const auto scores = top.scores.to(torch::kCPU).contiguous();
-  std::vector<MiningQuery> out(data.examples.size());
-  for (size_t q = 0; q < out.size(); ++q) {
-    const int64_t* row = indices[q].data_ptr<int64_t>();
-    const float* score = scores[q].data_ptr<float>();
-    out[q].ranked.assign(row, row + indices.size(1));
-    out[q].scores.assign(score, score + scores.size(1));
-    if (positive_scores.defined()) out[q].positive_score = positive_scores[q].item<float>();
+    const auto scores = (queries * encode(passage_encoder, false, positive_texts)).sum(1).to(torch::kCPU);
+    for (size_t q = 0; q < out.size(); ++q) out[q].positive_score = scores[static_cast<int64_t>(q)].item<float>();
   }
   return out;
+}
+
+// Ranks the corpus for every query with BM25 (the index is built once, or reused from --bm25-index).
+std::vector<MiningQuery> retrieve_bm25(const MineSettings& s, const MiningData& data, int64_t k,
+                                       const MineControl& control) {
+  Bm25Options options;
+  options.k1 = s.bm25_k1;
+  options.b = s.bm25_b;
+  options.index_dir = s.bm25_index;
+  const Bm25Index index(data.corpus, options, control.log);
+  std::vector<std::string> query_texts;
+  for (const auto& e : data.examples) query_texts.push_back(e.query);
+  return mining_queries(index.search(query_texts, k));
 }
 
 // A passage of the output file: {"docid", "text"}.
@@ -254,7 +288,9 @@ MineReport mine(const MineSettings& s, const MineControl& control) {
   MineReport report;
   report.output = s.output;
   report.corpus_size = data.corpus.size();
-  std::vector<MiningQuery> queries = retrieve_dense(s, data, options.last_rank, control, report.source);
+  std::vector<MiningQuery> queries = s.bm25 ? retrieve_bm25(s, data, options.last_rank, control)
+                                            : retrieve_dense(s, data, options.last_rank, control);
+  report.source = s.bm25 ? "bm25" : !s.run.empty() ? checkpoint_of_run(s.run) : s.model;
   for (size_t q = 0; q < queries.size(); ++q) queries[q].excluded = excluded_rows(data, data.examples[q]);
   const auto negatives = choose_negatives(queries, options, report.stats);
   check_enough(s, options, report.stats);

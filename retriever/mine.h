@@ -3,6 +3,7 @@
 // (negative_mining.h), and write Tevatron JSONL that `train --negatives n` reads.
 #pragma once
 
+#include "retriever/dense_index.h"
 #include "retriever/negative_mining.h"
 #include "retriever/settings.h"
 
@@ -15,6 +16,11 @@ namespace gradcache::retriever {
 
 struct MineSettings {
   std::string run;                       ///< checkpoint.pt or a run directory: dense retrieval
+  std::string model;                     ///< or an export directory (gradcache export): dense retrieval
+  bool bm25 = false;                     ///< or BM25 (Xapian)
+  DenseIndexOptions index;               ///< how the dense search runs (--index ...)
+  std::string bm25_index;                ///< BM25 database directory ("" = temporary)
+  double bm25_k1 = 0.9, bm25_b = 0.4;    ///< BM25 parameters
   std::string train_file;                ///< queries and positives; "" = WordNet's train split
   std::string corpus;                    ///< documents to mine; "" = WordNet's, or the training file's passages
   std::string qrels;                     ///< judgements: documents marked relevant are never negatives
@@ -37,7 +43,7 @@ const SettingsTable<MineSettings>& mine_settings();
 
 struct MineReport {
   std::string output;
-  std::string source;  ///< "bm25" or the checkpoint used
+  std::string source;  ///< "bm25", or the run or export used
   size_t corpus_size = 0;
   MiningStats stats;
 };

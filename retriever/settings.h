@@ -157,15 +157,16 @@ T json_setting_value(const nlohmann::json& value, const std::string& key) {
   return value.get<T>();  // other mismatches (a string for a number, ...) throw json's type_error
 }
 
-/// A setting stored in `member` of Config: JSON and flag text of the member's type.
-template <class Config, class T>
-Setting<Config> field(std::string key, T Config::*member, std::string flag, std::string help) {
+namespace detail {
+// A setting of type T that `access` (Config& -> T&) reaches: what field() and nested_field() build.
+template <class T, class Config, class Access>
+Setting<Config> accessed_field(std::string key, Access access, std::string flag, std::string help) {
   Setting<Config> s;
   s.key = key;
   s.flag = flag;
   s.help = std::move(help);
-  s.get = [member](const Config& c) { return nlohmann::json(c.*member); };
-  s.set = [member, key](Config& c, const nlohmann::json& value) { c.*member = json_setting_value<T>(value, key); };
+  s.get = [access](const Config& c) { return nlohmann::json(access(const_cast<Config&>(c))); };
+  s.set = [access, key](Config& c, const nlohmann::json& value) { access(c) = json_setting_value<T>(value, key); };
   s.parse = [key, flag](const std::string& text) {
     return nlohmann::json{{key, parse_setting_text<T>(text, flag.empty() ? key : flag)}};
   };
@@ -174,6 +175,24 @@ Setting<Config> field(std::string key, T Config::*member, std::string flag, std:
   if constexpr (std::is_floating_point_v<T>) s.value_hint = "FLOAT";
   if constexpr (std::is_same_v<T, std::string>) s.value_hint = "TEXT";
   return s;
+}
+}  // namespace detail
+
+/// A setting stored in `member` of Config: JSON and flag text of the member's type.
+template <class Config, class T>
+Setting<Config> field(std::string key, T Config::*member, std::string flag, std::string help) {
+  return detail::accessed_field<T, Config>(
+      std::move(key), [member](Config& c) -> T& { return c.*member; }, std::move(flag), std::move(help));
+}
+
+/// A setting kept in a member of a member (e.g. &Config::index, &DenseIndexOptions::nprobe), so
+/// that an options struct of the library can be filled from a table as it is.
+template <class Config, class Group, class T>
+Setting<Config> nested_field(std::string key, Group Config::*group, T Group::*member, std::string flag,
+                             std::string help) {
+  return detail::accessed_field<T, Config>(
+      std::move(key), [group, member](Config& c) -> T& { return (c.*group).*member; }, std::move(flag),
+      std::move(help));
 }
 
 /// A bound as people write it: 0, -1, 0.5 (not 0.0).

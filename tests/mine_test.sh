@@ -43,6 +43,47 @@ cmp -s "$work/mined.jsonl" "$work/again.jsonl" || fail "the same seed mined diff
 "${mine[@]}" --output "$work/seed7.jsonl" --seed 7 >/dev/null 2>"$work/seed7.err"
 cmp -s "$work/mined.jsonl" "$work/seed7.jsonl" && fail "--seed 7 mined the same negatives as seed 42"
 
+# Judged-relevant documents are never negatives: judge every negative mined above relevant and
+# mine again with ids in the training file (JSONL query_id) and those judgements.
+python3 - "$work" <<'PY' || fail "writing the judged task"
+import json, sys
+work = sys.argv[1]
+with open(f"{work}/train.jsonl", "w") as out, open(f"{work}/qrels.txt", "w") as qrels:
+    for line in open(f"{work}/mined.jsonl"):
+        l = json.loads(line)
+        out.write(json.dumps({"query_id": l["query_id"], "query": l["query"],
+                              "positives": [p["text"] for p in l["positive_passages"]]}) + "\n")
+        for n in l["negative_passages"]:
+            qrels.write(f"{l['query_id']} 0 {n['docid']} 1\n")
+PY
+"$bin" mine --run "$work/run" --train-file "$work/train.jsonl" --qrels "$work/qrels.txt" --negatives 3 --depth 2:30 \
+  --output "$work/judged.jsonl" >/dev/null 2>"$work/judged.err"
+expect_status 0 $? "mine --qrels"
+python3 - "$work/mined.jsonl" "$work/judged.jsonl" <<'PY' || fail "a judged-relevant document became a negative"
+import json, sys
+before = [json.loads(l) for l in open(sys.argv[1])]
+after = [json.loads(l) for l in open(sys.argv[2])]
+for b, a in zip(before, after):
+    assert b["query_id"] == a["query_id"]
+    assert not {n["docid"] for n in b["negative_passages"]} & {n["docid"] for n in a["negative_passages"]}, a
+PY
+
+# BM25 (no margin: it has no dense scores) and an exported model mine the same way.
+"$bin" mine --bm25 --train-file "$work/train.tsv" --negatives 3 --depth 2:30 --output "$work/bm25.jsonl" \
+  >/dev/null 2>"$work/bm25.err"
+expect_status 0 $? "mine --bm25"
+grep -q "(bm25; dropped" "$work/bm25.err" || fail "mine --bm25 does not say it used BM25"
+"$bin" export --run "$work/run" --output "$work/export" >/dev/null 2>"$work/export.err"
+expect_status 0 $? "export"
+"$bin" mine --model "$work/export" --train-file "$work/train.tsv" --negatives 3 --depth 2:30 \
+  --output "$work/exported.jsonl" >/dev/null 2>"$work/exported.err"
+expect_status 0 $? "mine --model EXPORT"
+cmp -s "$work/mined.jsonl" "$work/exported.jsonl" || fail "the export mined other negatives than its run"
+"$bin" mine --run "$work/run" --train-file "$work/train.tsv" --negatives 2 --depth 1:30 --margin 0.9 --index hnsw \
+  --output "$work/margin.jsonl" >/dev/null 2>"$work/margin.err"
+expect_status 0 $? "mine --margin 0.9 --index hnsw"
+grep -q "searching with hnsw" "$work/margin.err" || fail "mine --index hnsw did not use HNSW"
+
 "$bin" train "${tiny_flags[@]:2}" --train-file "$work/mined.jsonl" --negatives 2 --steps 5 --output "$work/run2" \
   >/dev/null 2>"$work/train2.err"
 expect_status 0 $? "training on the mined file with --negatives 2"
@@ -66,5 +107,9 @@ expect_status 2 $? "--depth 30"
 grep -q -- "--depth 30: expected FIRST:LAST" "$work/depth.err" || fail "no message for --depth 30"
 "$bin" mine --train-file "$work/train.tsv" --output "$work/x.jsonl" >/dev/null 2>"$work/nothing.err"
 expect_status 2 $? "mine without --run"
+grep -q "give exactly one of --run, --model" "$work/nothing.err" || fail "no message without --run"
+"$bin" mine --bm25 --margin 0.5 --output "$work/x.jsonl" >/dev/null 2>"$work/bm25margin.err"
+expect_status 2 $? "mine --bm25 --margin"
+grep -q -- "--margin needs dense scores" "$work/bm25margin.err" || fail "no message for --bm25 --margin"
 [ -e "$work/x.jsonl" ] && fail "a refused mining wrote its output"
 echo "mine end-to-end: all checks passed"
