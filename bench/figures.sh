@@ -17,6 +17,10 @@
 #   ci           docs/ci.log: `bash .ci/run` on a clean clone of HEAD in a scratch directory (a
 #                cold build, as CI's): each step's time, the sanitizer tests' and the fuzz
 #                targets' summaries (40 min; not in the default list)
+#   search       docs/search.json: FAISS flat vs exact_top_k, HNSW, IVF-PQ and BM25 on the WordNet
+#                test split, with a --quick model (gradcache-search-bench; 3 min)
+#   negatives    docs/negatives.md + .json: in-batch vs BM25 vs dense-mined negatives, 3 seeds
+#                (bash bench/negatives.sh; about 40 min; not in the default list)
 #   sorting      docs/length_sorting.json: the program with and without length sorting (2 min)
 #   main         docs/main_job.log: the README's main job, `bash scripts/main.sh` (4-6 min)
 #   shape        docs/code_shape.json: function and file lengths, the lines of one cache step
@@ -28,7 +32,7 @@ cd "$(dirname "$0")/.."
 
 bench=build/bench/gradcache-bench
 parts=("$@")
-[ ${#parts[@]} -eq 0 ] && parts=(exactness bench distributed precision streaming tiles soak sorting main shape)
+[ ${#parts[@]} -eq 0 ] && parts=(exactness bench distributed precision streaming tiles soak search sorting main shape)
 
 note() { echo "figures: $(date +%H:%M:%S) $*" >&2; }
 
@@ -64,6 +68,13 @@ for part in "${parts[@]}"; do
           grep -E '^(====|== sanitize.sh|fuzz_|  [a-z].*: [0-9]+ s$|[0-9]+% tests passed|Total Test time)'; } \
         >docs/ci.log.tmp && mv docs/ci.log.tmp docs/ci.log
       rm -rf "$clone" ;;
+    search)
+      run=$(mktemp -d /tmp/gradcache-search.XXXXXX)
+      build/tools/gradcache train --quick --eval false --output "$run/run" --overwrite >/dev/null 2>&1
+      build/bench/gradcache-search-bench --checkpoint "$run/run" --repeats 3 --threads 1 --output docs/search.json
+      rm -rf "$run" ;;
+    negatives)
+      bash bench/negatives.sh --out "runs/negatives-$(date +%Y%m%d-%H%M%S)" ;;
     sorting)
       python3 bench/length_sorting.py --out docs/length_sorting.json ;;
     main)

@@ -77,7 +77,7 @@ for seed in "${SEEDS[@]}"; do
     mined="$out/mined-$source-seed$seed.jsonl"
     if [ "$source" = dense ]; then how=(--run "$base"); else how=(--bm25); fi
     [ "$quick" = 1 ] && how+=(--limit 256)
-    step "mine-$source-seed$seed" "$mined" "$bin" mine "${how[@]}" --negatives 1 --seed "$seed" --threads 1 \
+    step "mine-$source-seed$seed" "$mined" "$bin" mine "${how[@]}" --negatives 1 --on-short random --seed "$seed" --threads 1 \
       --output "$mined" --overwrite
     run="$out/$source-seed$seed"
     step "$source-seed$seed" "$run/checkpoint.pt" train --seed "$seed" --train-file "$mined" --negatives 1 \

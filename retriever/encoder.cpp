@@ -4,6 +4,7 @@
 
 #include <cmath>
 #include <fstream>
+#include <stdexcept>
 #include <sstream>
 
 namespace gradcache {
@@ -106,6 +107,27 @@ torch::Tensor call_script_encoder(torch::jit::Module& module, const TokenBatch& 
               "TorchScript encoder: forward returned shape ", rep.sizes(), " (", rep.scalar_type(), ") for input_ids ",
               ids.sizes(), "; it must return floating-point [B, d] or [B, T, d]");
   return rep.dim() == 3 ? mean_pool(rep, mask) : rep;
+}
+
+void check_script_vocabulary(torch::jit::Module& module, int64_t vocab_size, const std::string& model_name,
+                             const std::string& tokenizer_name) {
+  const bool training = module.is_training();
+  module.train(false);
+  bool fits = true;
+  try {
+    torch::NoGradGuard no_grad;
+    const auto ids = torch::full({1, 1}, vocab_size - 1, torch::kLong);
+    module.forward({ids, torch::ones({1, 1}, torch::kLong)});
+  } catch (const std::exception&) {
+    fits = false;
+  }
+  module.train(training);
+  if (!fits)
+    throw std::invalid_argument("the tokenizer " + tokenizer_name + " has " + std::to_string(vocab_size) +
+                                " pieces, but the model " + model_name + " fails on token id " +
+                                std::to_string(vocab_size - 1) +
+                                " (its embedding has fewer rows?): use the tokenizer the model was trained or "
+                                "exported with (gradcache export writes it beside the model as tokenizer.model)");
 }
 
 namespace {

@@ -75,6 +75,13 @@ torch::Tensor mean_pool(const torch::Tensor& hidden, const torch::Tensor& mask);
 /// (then mean-pooled over the mask). Anything else is refused with a clear error.
 torch::Tensor call_script_encoder(torch::jit::Module& module, const TokenBatch& batch);
 
+/// Checks that a TorchScript encoder takes every token id of a tokenizer of `vocab_size` pieces,
+/// by encoding the largest id once (no graph, no dropout; the training mode comes back). Throws
+/// std::invalid_argument with one line naming `model_name` and `tokenizer_name` otherwise: a
+/// tokenizer that does not match the model (not the one it was exported with).
+void check_script_vocabulary(torch::jit::Module& module, int64_t vocab_size, const std::string& model_name,
+                             const std::string& tokenizer_name);
+
 /// The query and passage encoders of a retriever: one shared encoder (default) or two.
 class BiEncoder {
  public:
@@ -99,6 +106,8 @@ class BiEncoder {
   void to(const c10::Device& device);
   /// The built-in encoders (one, or query then passage when untied); empty for TorchScript.
   const std::vector<TransformerEncoder>& builtin_encoders() const { return builtins_; }
+  /// The TorchScript encoders (one, or two when untied); empty for the built-in one.
+  const std::vector<std::shared_ptr<torch::jit::Module>>& scripts() const { return scripts_; }
   /// TorchScript encoders serialized (one, or two when untied); empty for the built-in one.
   std::vector<std::string> torchscript_bytes() const;
 

@@ -2,6 +2,7 @@
 
 #include "retriever/bm25.h"
 #include "retriever/device.h"
+#include "retriever/embeddings.h"
 #include "retriever/evaluate.h"
 #include "retriever/files.h"
 #include "retriever/search.h"
@@ -31,6 +32,9 @@ SettingsTable<MineSettings> make_mine_settings() {
   t.add(field("model", &S::model, "--model", "Dense retrieval with an exported model (gradcache export's directory)")
             .in_group("Retrieval"));
   t.add(field("bm25", &S::bm25, "--bm25", "Retrieve with BM25 (Xapian) instead").as_switch().in_group("Retrieval"));
+  t.add(field("embeddings", &S::embeddings, "--embeddings",
+              "The corpus's vectors from gradcache encode with the same model (not encoded again)")
+            .in_group("Retrieval"));
   add_index_settings(t);
   add_bm25_settings(t);
   t.add(field("train_file", &S::train_file, "--train-file",
@@ -53,6 +57,10 @@ SettingsTable<MineSettings> make_mine_settings() {
               "Positive-aware filter (dense): keep a candidate only if its score < margin x the positive's; 0: off")
             .checked(at_least(0.0)).in_group("Mining"));
   t.add(field("seed", &S::seed, "--seed", "Seed of the draw among the candidates").in_group("Mining"));
+  t.add(field("on_short", &S::on_short, "--on-short",
+              "A query with fewer candidates than --negatives: error, drop it, or top it up with random documents")
+            .checked(one_of({"error", "drop", "random"}))
+            .in_group("Mining"));
   t.add(field("limit", &S::limit, "--limit", "Only the first N training queries (0: all)").checked(at_least(0))
             .in_group("Mining"));
   t.add(field("batch_size", &S::batch_size, "--batch-size", "Encoding batch").checked(positive()).in_group("Machine"));
@@ -62,6 +70,7 @@ SettingsTable<MineSettings> make_mine_settings() {
     if (!s.run.empty() + !s.model.empty() + s.bm25 != 1)
       return std::string("give exactly one of --run, --model (dense retrieval) and --bm25");
     if (s.bm25 && s.margin > 0) return std::string("--margin needs dense scores: use it with --run or --model");
+    if (s.bm25 && !s.embeddings.empty()) return std::string("--embeddings are dense vectors: use them with --run or --model");
     return std::string();
   });
   t.add_check([](const S& s) {
@@ -171,6 +180,23 @@ std::pair<TextEncoder, TextEncoder> load_encoders(const MineSettings& s) {
   return {load_exported_encoder(s.model, "query"), load_exported_encoder(s.model, "passage")};
 }
 
+// The corpus's vectors from an encode directory, checked against the corpus (same ids in the
+// same order) and the queries (same dimension): vectors of another corpus or model are refused.
+at::Tensor encoded_corpus(const std::string& dir, const TextCollection& corpus, int64_t query_dim) {
+  Embeddings stored = read_embeddings(dir);
+  if (stored.ids != corpus.ids)
+    throw std::runtime_error("--embeddings " + dir + " holds " + std::to_string(stored.ids.size()) +
+                             " vectors whose ids are not the corpus's " + std::to_string(corpus.size()) +
+                             " documents in order: encode this corpus (gradcache encode --corpus ...)");
+  if (stored.vectors.size(1) != query_dim)
+    throw std::runtime_error("--embeddings " + dir + " has dimension " + std::to_string(stored.vectors.size(1)) +
+                             " but the model's queries have " + std::to_string(query_dim) +
+                             ": the vectors come from another model; encode the corpus with this one");
+  if (stored.manifest.value("side", "passage") != "passage")
+    throw std::runtime_error("--embeddings " + dir + " holds query-side vectors; encode the corpus with --side passage");
+  return stored.vectors;
+}
+
 // Ranks the corpus for every query with a trained encoder through a DenseIndex (no dropout).
 // With a margin, also each query's score of its first positive.
 std::vector<MiningQuery> retrieve_dense(const MineSettings& s, const MiningData& data, int64_t k,
@@ -193,12 +219,15 @@ std::vector<MiningQuery> retrieve_dense(const MineSettings& s, const MiningData&
     positive_texts.push_back(e.positives.front());
   }
   if (control.log)
-    control.log("encoding " + std::to_string(data.corpus.size()) + " documents and " +
-                std::to_string(query_texts.size()) + " queries");
+    control.log("encoding " + std::to_string(query_texts.size()) + " queries and " +
+                (s.embeddings.empty() ? std::to_string(data.corpus.size()) + " documents"
+                                      : "reading the documents' vectors from " + s.embeddings));
   const auto queries = encode(query_encoder, true, query_texts);
   DenseIndexOptions index_options = s.index;
   index_options.threads = s.threads > 0 ? s.threads : 1;
-  const DenseIndex index(encode(passage_encoder, false, data.corpus.texts), index_options);
+  const DenseIndex index(s.embeddings.empty() ? encode(passage_encoder, false, data.corpus.texts)
+                                              : encoded_corpus(s.embeddings, data.corpus, queries.size(1)),
+                         index_options);
   if (control.log) control.log("searching with " + index.describe());
   auto out = mining_queries(index.search(queries, k));
   if (s.margin > 0) {
@@ -227,9 +256,13 @@ nlohmann::ordered_json passage_json(const std::string& id, const std::string& te
 }
 
 // Tevatron JSONL: one line per query with its positives and the chosen negatives.
-std::string mined_jsonl(const MiningData& data, const std::vector<std::vector<int64_t>>& negatives) {
+// Queries with fewer than `negatives` negatives are left out (--on-short drop).
+std::string mined_jsonl(const MiningData& data, const std::vector<std::vector<int64_t>>& chosen, int64_t negatives,
+                        int64_t& written) {
   std::string out;
   for (size_t q = 0; q < data.examples.size(); ++q) {
+    if (static_cast<int64_t>(chosen[q].size()) < negatives) continue;
+    ++written;
     const TrainExample& e = data.examples[q];
     nlohmann::ordered_json line = {{"query_id", e.query_id.empty() ? "q" + std::to_string(q) : e.query_id},
                            {"query", e.query},
@@ -241,7 +274,7 @@ std::string mined_jsonl(const MiningData& data, const std::vector<std::vector<in
         id = data.corpus.ids[it->second.front()];
       line["positive_passages"].push_back(passage_json(id, e.positives[i]));
     }
-    for (int64_t row : negatives[q])
+    for (int64_t row : chosen[q])
       line["negative_passages"].push_back(passage_json(data.corpus.ids[row], data.corpus.texts[row]));
     out += line.dump() + "\n";
   }
@@ -250,14 +283,15 @@ std::string mined_jsonl(const MiningData& data, const std::vector<std::vector<in
 
 // Refuses a mining whose queries cannot all get --negatives negatives: train would fail on it.
 void check_enough(const MineSettings& s, const MiningOptions& options, const MiningStats& stats) {
-  if (stats.short_queries == 0) return;
+  if (stats.short_queries == 0 || s.on_short == "drop") return;
   throw std::runtime_error(
       "--negatives " + std::to_string(s.negatives) + ": " + std::to_string(stats.short_queries) + " of " +
       std::to_string(stats.queries) + " queries have fewer candidates in ranks " + s.depth + " (fewest: " +
       std::to_string(stats.fewest_candidates) + ", after dropping " + std::to_string(stats.excluded) +
       " positives/relevant and " + std::to_string(stats.above_margin) + " above the margin); use a deeper --depth "
       "(e.g. " + std::to_string(options.first_rank) + ":" + std::to_string(2 * options.last_rank) +
-      "), fewer --negatives" + (s.margin > 0 ? " or a larger --margin" : "") + "; nothing was written");
+      "), fewer --negatives" + (s.margin > 0 ? ", a larger --margin" : "") +
+      " or --on-short drop|random; nothing was written");
 }
 
 }  // namespace
@@ -292,9 +326,12 @@ MineReport mine(const MineSettings& s, const MineControl& control) {
                                             : retrieve_dense(s, data, options.last_rank, control);
   report.source = s.bm25 ? "bm25" : !s.run.empty() ? checkpoint_of_run(s.run) : s.model;
   for (size_t q = 0; q < queries.size(); ++q) queries[q].excluded = excluded_rows(data, data.examples[q]);
+  if (s.on_short == "random") options.random_fill_from = static_cast<int64_t>(data.corpus.size());
   const auto negatives = choose_negatives(queries, options, report.stats);
   check_enough(s, options, report.stats);
-  write_file_atomic(s.output, mined_jsonl(data, negatives));
+  const std::string lines = mined_jsonl(data, negatives, s.negatives, report.written);
+  if (report.written == 0) throw std::runtime_error("--on-short drop: every query fell short; nothing was written");
+  write_file_atomic(s.output, lines);
   return report;
 }
 

@@ -19,6 +19,7 @@ struct MineSettings {
   std::string model;                     ///< or an export directory (gradcache export): dense retrieval
   bool bm25 = false;                     ///< or BM25 (Xapian)
   DenseIndexOptions index;               ///< how the dense search runs (--index ...)
+  std::string embeddings;                ///< the corpus's vectors from `gradcache encode` (not encoded again)
   std::string bm25_index;                ///< BM25 database directory ("" = temporary)
   double bm25_k1 = 0.9, bm25_b = 0.4;    ///< BM25 parameters
   std::string train_file;                ///< queries and positives; "" = WordNet's train split
@@ -31,6 +32,7 @@ struct MineSettings {
   std::string depth = "10:100";          ///< rank range FIRST:LAST the negatives come from
   double margin = 0;                     ///< > 0: positive-aware filter (dense only)
   uint64_t seed = 42;
+  std::string on_short = "error";        ///< a query with too few candidates: "error" | "drop" | "random"
   std::string on_bad_line = "error";
   int64_t batch_size = 512;              ///< encoding batch (dense)
   std::string device = "cpu";
@@ -46,6 +48,7 @@ struct MineReport {
   std::string source;  ///< "bm25", or the run or export used
   size_t corpus_size = 0;
   MiningStats stats;
+  int64_t written = 0;  ///< queries written (all but those dropped with --on-short drop)
 };
 
 /// How mine() reports as it goes, and how it is stopped.

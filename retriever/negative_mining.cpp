@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <limits>
 #include <stdexcept>
+#include <unordered_set>
 
 namespace gradcache::retriever {
 namespace {
@@ -49,6 +50,22 @@ std::vector<int64_t> candidates(const MiningQuery& q, const MiningOptions& optio
   return kept;
 }
 
+// Adds random documents to `chosen` until it holds options.negatives: rows below
+// random_fill_from that are not excluded, not candidates of the query and not taken. Gives up
+// after a bounded number of draws (a corpus with too few such documents).
+void top_up_at_random(const MiningQuery& q, const std::vector<int64_t>& pool, const MiningOptions& options,
+                      SplitMix64& rng, std::vector<int64_t>& chosen, MiningStats& stats) {
+  std::unordered_set<int64_t> taken(pool.begin(), pool.end());
+  const auto range = static_cast<uint64_t>(options.random_fill_from);
+  for (int64_t tries = 0; static_cast<int64_t>(chosen.size()) < options.negatives && tries < 64 * options.negatives;
+       ++tries) {
+    const auto row = static_cast<int64_t>(rng.next() % range);
+    if (q.excluded.count(row) || !taken.insert(row).second) continue;
+    chosen.push_back(row);
+    ++stats.random_filled;
+  }
+}
+
 }  // namespace
 
 void parse_depth(const std::string& text, MiningOptions& options) {
@@ -77,7 +94,6 @@ std::vector<std::vector<int64_t>> choose_negatives(const std::vector<MiningQuery
     std::vector<int64_t> pool = candidates(q, options, stats);
     const int64_t left = static_cast<int64_t>(pool.size());
     if (stats.fewest_candidates < 0 || left < stats.fewest_candidates) stats.fewest_candidates = left;
-    if (left < options.negatives) ++stats.short_queries;
     // A partial Fisher-Yates shuffle draws min(n, left) without replacement; the draw is then put
     // back in rank order so that the file reads naturally (hardest first).
     std::vector<size_t> order(pool.size());
@@ -91,6 +107,9 @@ std::vector<std::vector<int64_t>> choose_negatives(const std::vector<MiningQuery
     order.resize(take);
     std::sort(order.begin(), order.end());
     for (size_t k : order) chosen[i].push_back(pool[k]);
+    if (left < options.negatives && options.random_fill_from > 0)
+      top_up_at_random(q, pool, options, rng, chosen[i], stats);
+    if (static_cast<int64_t>(chosen[i].size()) < options.negatives) ++stats.short_queries;
   }
   stats.queries += static_cast<int64_t>(queries.size());
   return chosen;

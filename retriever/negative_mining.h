@@ -18,6 +18,10 @@ struct MiningOptions {
   int64_t last_rank = 100;   ///< last rank (the search retrieves this many)
   double margin = 0;         ///< > 0: keep a candidate only if its score < margin x the positive's score
   uint64_t seed = 42;        ///< the draw among the candidates left
+  /// > 0: a query left with fewer candidates than `negatives` is topped up with documents drawn
+  /// at random from rows [0, random_fill_from) that are neither excluded nor already taken
+  /// (BM25 finds nothing for a query whose terms are rare; DPR falls back to random negatives).
+  int64_t random_fill_from = 0;
 };
 
 /// "10:100" -> first_rank 10, last_rank 100. Throws std::invalid_argument naming --depth on
@@ -38,13 +42,15 @@ struct MiningStats {
   int64_t excluded = 0;       ///< candidates in the rank range that are positives or judged relevant
   int64_t above_margin = 0;   ///< candidates dropped by the positive-aware filter
   int64_t short_queries = 0;  ///< queries left with fewer candidates than options.negatives
+  int64_t random_filled = 0;  ///< negatives drawn at random to top such queries up (random_fill_from)
   int64_t fewest_candidates = -1;  ///< the smallest number of candidates any query had left
 };
 
 /// For each query, options.negatives document rows drawn without replacement (seeded: the same
 /// inputs and seed give the same choice on every machine) from its candidates in the rank range
 /// that are not excluded and pass the margin filter, in rank order. A query with fewer
-/// candidates gets all it has and is counted in stats.short_queries.
+/// candidates gets all it has and is counted in stats.short_queries; with random_fill_from, it
+/// is topped up at random first (after its ranked ones) and counted short only if that fails.
 std::vector<std::vector<int64_t>> choose_negatives(const std::vector<MiningQuery>& queries,
                                                    const MiningOptions& options, MiningStats& stats);
 

@@ -418,6 +418,9 @@ TrainResult Run::execute() {
   model_ = std::make_unique<TrainingModel>(config_, device_, group_.get(), rank_,
                                            TrainingModel::Resume{resumed_ ? &*resumed_ : nullptr,
                                                                  directory_->checkpoint_path()});
+  for (const auto& script : model_->model().scripts())
+    check_script_vocabulary(*script, data_->tokenizer().vocab_size(), config_.model,
+                            config_.tokenizer.empty() ? "trained by this run" : config_.tokenizer);
   choose_chunk_sizes();
   build_step();
   directory_->write("config.json", nlohmann::json(config_).dump(2) + "\n");

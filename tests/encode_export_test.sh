@@ -106,6 +106,17 @@ assert abs(before - after) <= 1e-3, (before, after)
 assert again["final_loss"] == again["final_loss"], "loss is NaN"
 PY
 
+# A tokenizer that does not match the model: one line naming both, no checkpoint written.
+"$bin" train --quick --steps 1 --eval false --output "$work/largertok" >/dev/null 2>"$work/largertok.err"
+expect_status 0 $? "training a larger tokenizer"
+"$bin" train --quick "${tiny_flags[@]}" --eval false --model "$work/export/model.pt" \
+  --tokenizer "$work/largertok/tokenizer.model" --output "$work/mismatch" >/dev/null 2>"$work/mismatch.err"
+expect_status 1 $? "train --model with another model's tokenizer"
+grep -q "largertok/tokenizer.model has [0-9]* pieces, but the model .*export/model.pt fails on token id" \
+  "$work/mismatch.err" || fail "no message naming the mismatched tokenizer and model"
+grep -q "Traceback" "$work/mismatch.err" && fail "the tokenizer mismatch printed a TorchScript traceback"
+[ -e "$work/mismatch/checkpoint.pt" ] && fail "a refused run wrote a checkpoint"
+
 # Bad input: one-line errors, exit 1 (2 for usage), nothing written.
 "$bin" encode --run "$work/nowhere" --corpus "$work/corpus.tsv" --output "$work/x" 2>"$work/norun.err"
 expect_status 1 $? "encode a missing run"
@@ -115,7 +126,7 @@ expect_status 1 $? "encode a missing corpus"
 grep -q "missing.tsv: cannot open" "$work/nocorpus.err" || fail "no message for a missing corpus"
 [ -e "$work/x" ] && fail "a failed encode wrote --output"
 "$bin" encode --corpus "$work/corpus.tsv" --output "$work/x" 2>"$work/nomodel.err"
-expect_status 2 $? "encode without --run or --model"
+expect_status 1 $? "encode without --run or --model"
 "$bin" encode --run "$work/run" --corpus "$work/corpus.tsv" --output "$work/emb" 2>"$work/exists.err"
 expect_status 1 $? "encode over an existing output"
 grep -q -- "--overwrite" "$work/exists.err" || fail "no message suggesting --overwrite"

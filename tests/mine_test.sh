@@ -68,6 +68,37 @@ for b, a in zip(before, after):
     assert not {n["docid"] for n in b["negative_passages"]} & {n["docid"] for n in a["negative_passages"]}, a
 PY
 
+# The corpus's vectors from gradcache encode give the same negatives; vectors of another corpus
+# or of another model (dimension) are refused, naming --embeddings.
+python3 - "$work" <<'PY' || fail "writing the corpus file"
+import sys
+work, seen = sys.argv[1], {}
+for line in open(f"{work}/train.tsv"):
+    seen.setdefault(line.rstrip("\n").split("\t")[1], len(seen))
+with open(f"{work}/corpus.tsv", "w") as out:
+    out.writelines(f"d{i}\t{text}\n" for text, i in seen.items())
+PY
+"$bin" encode --run "$work/run" --corpus "$work/corpus.tsv" --output "$work/emb" >/dev/null 2>"$work/encode.err"
+expect_status 0 $? "encode the corpus"
+"${mine[@]}" --corpus "$work/corpus.tsv" --embeddings "$work/emb" --output "$work/fromemb.jsonl" \
+  >/dev/null 2>"$work/fromemb.err"
+expect_status 0 $? "mine --embeddings"
+cmp -s "$work/mined.jsonl" "$work/fromemb.jsonl" || fail "mining from encoded vectors chose other negatives"
+head -50 "$work/corpus.tsv" >"$work/half.tsv"
+"$bin" encode --run "$work/run" --corpus "$work/half.tsv" --output "$work/halfemb" >/dev/null 2>"$work/encode2.err"
+"${mine[@]}" --corpus "$work/corpus.tsv" --embeddings "$work/halfemb" --output "$work/x.jsonl" \
+  >/dev/null 2>"$work/otheremb.err"
+expect_status 1 $? "mine --embeddings of another corpus"
+grep -q -- "--embeddings .*halfemb holds 50 vectors whose ids are not the corpus's 96" "$work/otheremb.err" ||
+  fail "no message for the embeddings of another corpus"
+"$bin" train --train-file "$work/train.tsv" --vocab-size 40 --dim 8 --heads 2 --layers 1 --ffn-dim 16 --batch-size 16 \
+  --eval false --steps 1 --output "$work/run8" >/dev/null 2>"$work/run8.err"
+expect_status 0 $? "training an 8-wide run"
+"$bin" mine --run "$work/run8" --train-file "$work/train.tsv" --corpus "$work/corpus.tsv" --embeddings "$work/emb" \
+  --output "$work/x.jsonl" >/dev/null 2>"$work/dim.err"
+expect_status 1 $? "mine --embeddings of another dimension"
+grep -q "has dimension 16 but the model's queries have 8" "$work/dim.err" || fail "no message for another dimension"
+
 # BM25 (no margin: it has no dense scores) and an exported model mine the same way.
 "$bin" mine --bm25 --train-file "$work/train.tsv" --negatives 3 --depth 2:30 --output "$work/bm25.jsonl" \
   >/dev/null 2>"$work/bm25.err"
@@ -99,17 +130,33 @@ cmp -s "$work/mined.jsonl" "$work/kept.jsonl" || fail "an existing output was ch
 expect_status 1 $? "more negatives than the ranks hold"
 grep -q "fewer candidates in ranks 2:30" "$work/short.err" || fail "no message for --negatives 50"
 [ -e "$work/short.jsonl" ] && fail "a refused mining wrote its output"
+"$bin" mine --run "$work/run" --train-file "$work/train.tsv" --negatives 50 --depth 2:30 --on-short drop \
+  --output "$work/drop.jsonl" >/dev/null 2>"$work/drop.err"
+expect_status 1 $? "--on-short drop when every query falls short"
+grep -q "every query fell short" "$work/drop.err" || fail "no message when --on-short drop leaves nothing"
+"$bin" mine --run "$work/run" --train-file "$work/train.tsv" --negatives 50 --depth 2:30 --on-short random \
+  --output "$work/random.jsonl" >/dev/null 2>"$work/random.err"
+expect_status 0 $? "--on-short random"
+grep -q "on-short random: [0-9]* negatives drawn at random, 0 queries left out" "$work/random.err" ||
+  fail "--on-short random does not say what it drew"
+python3 - "$work/random.jsonl" <<'PY' || fail "--on-short random (see above)"
+import json, sys
+for l in map(json.loads, open(sys.argv[1])):
+    neg = [n["docid"] for n in l["negative_passages"]]
+    assert len(neg) == 50 and len(set(neg)) == 50, l["query_id"]
+    assert not {p["text"] for p in l["positive_passages"]} & {n["text"] for n in l["negative_passages"]}
+PY
 "$bin" mine --run "$work/nowhere" --train-file "$work/train.tsv" --output "$work/x.jsonl" >/dev/null 2>"$work/norun.err"
 expect_status 1 $? "mine with a missing run"
 grep -q "nowhere" "$work/norun.err" || fail "the missing run is not named"
 "$bin" mine --run "$work/run" --depth 30 --output "$work/x.jsonl" >/dev/null 2>"$work/depth.err"
-expect_status 2 $? "--depth 30"
+expect_status 1 $? "--depth 30"
 grep -q -- "--depth 30: expected FIRST:LAST" "$work/depth.err" || fail "no message for --depth 30"
 "$bin" mine --train-file "$work/train.tsv" --output "$work/x.jsonl" >/dev/null 2>"$work/nothing.err"
-expect_status 2 $? "mine without --run"
+expect_status 1 $? "mine without --run"
 grep -q "give exactly one of --run, --model" "$work/nothing.err" || fail "no message without --run"
 "$bin" mine --bm25 --margin 0.5 --output "$work/x.jsonl" >/dev/null 2>"$work/bm25margin.err"
-expect_status 2 $? "mine --bm25 --margin"
+expect_status 1 $? "mine --bm25 --margin"
 grep -q -- "--margin needs dense scores" "$work/bm25margin.err" || fail "no message for --bm25 --margin"
 [ -e "$work/x.jsonl" ] && fail "a refused mining wrote its output"
 echo "mine end-to-end: all checks passed"

@@ -88,6 +88,33 @@ TEST(Mining, TheDrawIsSeededWithoutReplacementAndCoversTheRange) {
   EXPECT_NE(a[0], a[1]);                       // queries draw independently
 }
 
+TEST(Mining, ShortQueriesAreToppedUpAtRandomWithoutExcludedOrRepeatedDocuments) {
+  MiningOptions o;
+  o.first_rank = 1;
+  o.last_rank = 3;
+  o.negatives = 5;
+  auto q = ranked_query(3);  // BM25 found only 3 documents
+  q.excluded = {0, 7};
+  o.random_fill_from = 10;
+  MiningStats stats;
+  const auto chosen = choose_negatives({q}, o, stats)[0];
+  ASSERT_EQ(chosen.size(), 5u);
+  EXPECT_EQ(chosen[0], 1);  // the ranked candidates first
+  EXPECT_EQ(chosen[1], 2);
+  const std::set<int64_t> distinct(chosen.begin(), chosen.end());
+  EXPECT_EQ(distinct.size(), 5u);
+  EXPECT_FALSE(distinct.count(0) || distinct.count(7));
+  for (int64_t row : chosen) EXPECT_LT(row, 10);
+  EXPECT_EQ(stats.random_filled, 3);
+  EXPECT_EQ(stats.short_queries, 0);
+
+  o.random_fill_from = 4;  // rows 0..3: 0 excluded, 1 and 2 ranked: only row 3 is left
+  MiningStats few;
+  EXPECT_EQ(choose_negatives({q}, o, few)[0], (std::vector<int64_t>{1, 2, 3}));
+  EXPECT_EQ(few.random_filled, 1);
+  EXPECT_EQ(few.short_queries, 1);
+}
+
 TEST(Mining, RefusesNoNegativesAndMismatchedScores) {
   MiningOptions o;
   MiningStats stats;

@@ -58,15 +58,9 @@ std::function<int()> add_encode_command(CLI::App& app) {
                                            "The corpus is read and encoded --shard-size rows at a time.");
   auto given = add_setting_flags(*cmd, retriever::encode_settings(), retriever::EncodeSettings{});
   return [given]() {
-    retriever::EncodeSettings settings;
-    try {
-      settings = retriever::encode_settings().build(retriever::EncodeSettings{}, nlohmann::json::object(),
-                                                    given->values);
-      retriever::encode_settings().validate(settings);
-    } catch (const retriever::SettingsError& e) {
-      std::cerr << "gradcache encode: error: " << e.what() << std::endl;
-      return 2;
-    }
+    const auto parsed = settings_from_flags(retriever::encode_settings(), *given, "encode");
+    if (!parsed) return 2;
+    const retriever::EncodeSettings& settings = *parsed;
     EncodeBar bar;
     retriever::EncodeControl control;
     control.log = [&](const std::string& line) {

@@ -68,13 +68,9 @@ std::function<int()> add_eval_command(CLI::App& app) {
   cmd->add_flag("--json", *json, "Print the metrics as JSON instead of a table");
 
   return [given, json]() {
-    retriever::EvalSettings settings;
-    try {
-      settings = retriever::eval_settings().build(retriever::EvalSettings{}, nlohmann::json::object(), given->values);
-    } catch (const retriever::SettingsError& e) {
-      std::cerr << "gradcache eval: error: " << e.what() << std::endl;
-      return 2;  // a usage error, like the parser's
-    }
+    const auto parsed = settings_from_flags(retriever::eval_settings(), *given, "eval");
+    if (!parsed) return 2;
+    const retriever::EvalSettings& settings = *parsed;
     retriever::EvalControl control;
     control.log = [](const std::string& line) { std::cerr << "gradcache eval: " << line << std::endl; };
     control.stop = &stop_signal;

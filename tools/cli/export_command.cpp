@@ -16,15 +16,9 @@ std::function<int()> add_export_command(CLI::App& app) {
                                            "and export.json under --output.");
   auto given = add_setting_flags(*cmd, retriever::export_settings(), retriever::ExportSettings{});
   return [given]() {
-    retriever::ExportSettings settings;
-    try {
-      settings = retriever::export_settings().build(retriever::ExportSettings{}, nlohmann::json::object(),
-                                                    given->values);
-      retriever::export_settings().validate(settings);
-    } catch (const retriever::SettingsError& e) {
-      std::cerr << "gradcache export: error: " << e.what() << std::endl;
-      return 2;
-    }
+    const auto parsed = settings_from_flags(retriever::export_settings(), *given, "export");
+    if (!parsed) return 2;
+    const retriever::ExportSettings& settings = *parsed;
     const auto description = retriever::export_run(settings);
     std::cerr << "gradcache export: wrote " << settings.output << " (";
     bool first = true;

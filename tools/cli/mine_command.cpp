@@ -19,23 +19,23 @@ std::function<int()> add_mine_command(CLI::App& app) {
               "write Tevatron JSONL for train --train-file FILE --negatives n. Default data: WordNet's train split.");
   auto given = add_setting_flags(*cmd, retriever::mine_settings(), retriever::MineSettings{});
   return [given]() {
-    retriever::MineSettings settings;
-    try {
-      settings = retriever::mine_settings().build(retriever::MineSettings{}, nlohmann::json::object(), given->values);
-      retriever::mine_settings().validate(settings);
-    } catch (const retriever::SettingsError& e) {
-      std::cerr << "gradcache mine: error: " << e.what() << std::endl;
-      return 2;
-    }
+    const auto parsed = settings_from_flags(retriever::mine_settings(), *given, "mine");
+    if (!parsed) return 2;
+    const retriever::MineSettings& settings = *parsed;
     retriever::MineControl control;
     control.log = [](const std::string& line) { std::cerr << "gradcache mine: " << line << std::endl; };
     control.stop = &stop_signal;
     try {
       const auto report = retriever::mine(settings, control);
-      std::cerr << "gradcache mine: wrote " << report.output << ": " << report.stats.queries << " queries, "
+      const auto& stats = report.stats;
+      std::cerr << "gradcache mine: wrote " << report.output << ": " << report.written << " queries, "
                 << settings.negatives << " negatives each from ranks " << settings.depth << " of "
-                << report.corpus_size << " documents (" << report.source << "; dropped " << report.stats.excluded
-                << " positives/relevant, " << report.stats.above_margin << " above the margin)" << std::endl;
+                << report.corpus_size << " documents (" << report.source << "; dropped " << stats.excluded
+                << " positives/relevant, " << stats.above_margin << " above the margin)" << std::endl;
+      if (stats.random_filled > 0 || report.written < stats.queries)
+        std::cerr << "gradcache mine: --on-short " << settings.on_short << ": " << stats.random_filled
+                  << " negatives drawn at random, " << stats.queries - report.written
+                  << " queries left out (too few candidates)" << std::endl;
     } catch (const retriever::EvalStopped& stopped) {
       std::cerr << "gradcache mine: stopped by signal " << stopped.signal() << "; nothing was written" << std::endl;
       return 128 + stopped.signal();

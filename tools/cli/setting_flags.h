@@ -7,8 +7,10 @@
 
 #include <CLI/CLI.hpp>
 
+#include <iostream>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -63,6 +65,21 @@ std::shared_ptr<GivenFlags> add_setting_flags(CLI::App& command, const retriever
     }
   }
   return given;
+}
+
+/// The settings the flags of `table` received (defaults < flags). Flag text that is no value of
+/// its type is a usage error: printed as "gradcache COMMAND: error: ..." and nullopt returned
+/// (the command exits 2, as for the parser's errors). Values are checked afterwards, by the
+/// library call that uses them (status 1, with the flag named).
+template <class Config>
+std::optional<Config> settings_from_flags(const retriever::SettingsTable<Config>& table, const GivenFlags& given,
+                                          const std::string& command) {
+  try {
+    return table.build(Config{}, nlohmann::json::object(), given.values);
+  } catch (const retriever::SettingsError& e) {
+    std::cerr << "gradcache " << command << ": error: " << e.what() << std::endl;
+    return std::nullopt;
+  }
 }
 
 }  // namespace cli
