@@ -67,6 +67,25 @@ def table(result):
     return "\n".join(lines)
 
 
+def search_table(search):
+    """The search timings of docs/search.json (gradcache-search-bench) as a table."""
+    exact = search["exact"]
+    rows = [("FAISS flat (the default exact search)", exact["faiss_flat"], None),
+            ("exact_top_k (hand-written, blocked)", exact["blocked_exact_top_k"], None),
+            ("HNSW", search["hnsw"], search["hnsw"]), ("IVF-PQ", search["ivfpq"], search["ivfpq"])]
+    lines = [f"Search of the {search['queries']:,} test queries against {search['passages']:,} passages, top "
+             f"{search['k']}, {search['threads']} thread, best of {search['repeats_best_of']} "
+             f"(`{search['program']}`, docs/search.json):", "",
+             "| search | index | build (s) | search (s) | recall vs exact @10 / @100 |", "|---|---|---|---|---|"]
+    for name, r, approx in rows:
+        recall = f"{approx['recall_vs_exact@10']:.3f} / {approx['recall_vs_exact@100']:.3f}" if approx else "exact"
+        lines.append(f"| {name} | {r['index']} | {r['build_s']:.2f} | {r['search_s']:.2f} | {recall} |")
+    b = search["bm25"]
+    lines.append(f"| BM25 | {b['index']} | {b['build_s']:.2f} | {b['search_s']:.2f} | (R@10 "
+                 f"{b['metrics']['recall@10']:.4f}) |")
+    return "\n".join(lines)
+
+
 def write_markdown(path, text):
     block = f"{BEGIN}\n{text}\n{END}"
     if os.path.exists(path):
@@ -93,8 +112,12 @@ def main():
     if isinstance(first.get("bm25"), dict):
         result["bm25"] = first["bm25"]
     json.dump(result, open(os.path.join(a.docs, "negatives.json"), "w"), indent=2)
-    write_markdown(os.path.join(a.docs, "negatives.md"), table(result))
-    print(table(result))
+    text = table(result)
+    search_path = os.path.join(a.docs, "search.json")
+    if os.path.exists(search_path):
+        text += "\n\n" + search_table(json.load(open(search_path)))
+    write_markdown(os.path.join(a.docs, "negatives.md"), text)
+    print(text)
 
 
 if __name__ == "__main__":

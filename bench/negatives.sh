@@ -7,7 +7,9 @@
 #   in-batch   train on WordNet's train split: every other query's positive is a negative
 #   +bm25      + 1 hard negative per query mined with BM25 (gradcache mine --bm25)
 #   +dense     + 1 hard negative per query mined with the in-batch run of the same seed (one round)
-# Negatives are drawn from ranks 10:100 (mine's default), positives dropped by id and text.
+# Negatives are drawn from ranks 10:100 (mine's default), positives dropped by id and text; a
+# query with no candidate there (BM25 finds fewer than 10 documents for some) gets a random one
+# (--on-short random).
 # Every run: the same tokenizer (trained once, first), model, batch, learning rate and number of
 # optimizer steps; evaluated afterwards with `gradcache eval` on the test split (5,977
 # definitions against all 102,859 passages). Writes docs/negatives.json and the table in

@@ -4,18 +4,7 @@
 # checkpoint, exits 130, then --resume finishes the run).
 # Usage: cli_test.sh GRADCACHE_BINARY WORK_DIR
 set -uo pipefail
-bin=$1
-work=$2
-rm -rf "$work"
-mkdir -p "$work"
-fail() {
-  echo "FAIL: $*" >&2
-  for f in "$work"/*.err; do echo "--- $f"; tail -5 "$f"; done >&2
-  exit 1
-}
-expect_status() {  # expected, actual, what
-  [ "$1" = "$2" ] || fail "$3: exit status $2, expected $1"
-}
+source "$(dirname "$0")/cli_common.sh"
 
 # Usage errors: exit 2 from the parser, 1 from validation, each with a message.
 "$bin" train --batch-size abc >/dev/null 2>"$work/usage.err"

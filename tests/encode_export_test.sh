@@ -7,20 +7,9 @@
 # no output. SKIPPED (77) without /usr/bin/python3 with torch, numpy and sentencepiece.
 # Usage: encode_export_test.sh GRADCACHE_BINARY WORK_DIR
 set -uo pipefail
-bin=$1
-work=$2
+source "$(dirname "$0")/cli_common.sh"
 python=/usr/bin/python3
-rm -rf "$work"
-mkdir -p "$work"
 source "$(dirname "$0")/tiny_task.sh"
-fail() {
-  echo "FAIL: $*" >&2
-  for f in "$work"/*.err; do echo "--- $f"; tail -5 "$f"; done >&2
-  exit 1
-}
-expect_status() {  # expected, actual, what
-  [ "$1" = "$2" ] || fail "$3: exit status $2, expected $1"
-}
 if ! "$python" -c "import torch, numpy, sentencepiece" 2>/dev/null; then
   echo "SKIPPED: $python lacks torch, numpy or sentencepiece"
   exit 77

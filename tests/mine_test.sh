@@ -4,19 +4,8 @@
 # bad input (no run, an existing output, more negatives than the ranks hold, a bad --depth).
 # Usage: mine_test.sh GRADCACHE_BINARY WORK_DIR
 set -uo pipefail
-bin=$1
-work=$2
-rm -rf "$work"
-mkdir -p "$work"
+source "$(dirname "$0")/cli_common.sh"
 source "$(dirname "$0")/tiny_task.sh"
-fail() {
-  echo "FAIL: $*" >&2
-  for f in "$work"/*.err; do echo "--- $f"; tail -5 "$f"; done >&2
-  exit 1
-}
-expect_status() {  # expected, actual, what
-  [ "$1" = "$2" ] || fail "$3: exit status $2, expected $1"
-}
 
 write_tiny_task "$work"
 "$bin" train "${tiny_flags[@]}" --steps 20 --output "$work/run" >/dev/null 2>"$work/train.err"

@@ -4,15 +4,7 @@
 # failure, without gnuplot), `gradcache plot` overlays runs, and bad flags are refused.
 # Usage: model_selection_test.sh GRADCACHE_BINARY WORK_DIR
 set -uo pipefail
-bin=$1
-work=$2
-rm -rf "$work"
-mkdir -p "$work"
-fail() {
-  echo "FAIL: $*" >&2
-  for f in "$work"/*.err; do echo "--- $f"; tail -5 "$f"; done >&2
-  exit 1
-}
+source "$(dirname "$0")/cli_common.sh"
 is_png() { [ "$(head -c 8 "$1" | od -An -tx1 | tr -d ' \n')" = "89504e470d0a1a0a" ]; }
 
 # Bad flags: exit 1, a message naming the flag, nothing written.

@@ -3,18 +3,7 @@
 # the bm25 row of eval and train (and --eval-bm25 false), --bm25-index reuse, and clear errors.
 # Usage: search_cli_test.sh GRADCACHE_BINARY WORK_DIR
 set -uo pipefail
-bin=$1
-work=$2
-rm -rf "$work"
-mkdir -p "$work"
-fail() {
-  echo "FAIL: $*" >&2
-  for f in "$work"/*.err "$work"/*.out; do echo "--- $f"; tail -8 "$f"; done >&2
-  exit 1
-}
-expect_status() {  # expected, actual, what
-  [ "$1" = "$2" ] || fail "$3: exit status $2, expected $1"
-}
+source "$(dirname "$0")/cli_common.sh"
 
 # train: the end-of-run table has a bm25 row, and summary.json its metrics.
 "$bin" train --quick --steps 2 --eval-baseline false --output "$work/run" >"$work/train.out" 2>"$work/train.err"

@@ -1,0 +1,21 @@
+# Sourced by the shell tests of the gradcache program, with the test's own arguments
+# (GRADCACHE_BINARY WORK_DIR): sets `bin` and a fresh `work` directory, and how a check fails.
+#
+#   source "$(dirname "$0")/cli_common.sh"
+#   "$bin" eval ... 2>"$work/x.err"; expect_status 1 $? "eval of ..."
+bin=$1
+work=$2
+rm -rf "$work"
+mkdir -p "$work"
+
+# Fails the test with a message, then the end of every log the test wrote (*.err, *.out).
+fail() {
+  echo "FAIL: $*" >&2
+  for f in "$work"/*.err "$work"/*.out; do
+    [ -e "$f" ] && { echo "--- $f"; tail -8 "$f"; }
+  done >&2
+  exit 1
+}
+expect_status() {  # expected, actual, what
+  [ "$1" = "$2" ] || fail "$3: exit status $2, expected $1"
+}
