@@ -12,7 +12,8 @@ packages=(
   libfaiss-dev libxapian-dev               # dense search (FAISS) and the BM25 baseline (Xapian)
   python3-sentencepiece                    # tests: an exported model used from Python
   libbenchmark-dev gnuplot-nox             # benchmarks and plots
-  clang libclang-rt-14-dev                 # sanitizer builds and libFuzzer (scripts/sanitize.sh, fuzz.sh)
+  clang libclang-rt-14-dev libomp-dev      # sanitizer builds and libFuzzer (scripts/sanitize.sh, fuzz.sh);
+                                           # libomp: FAISS uses OpenMP, which clang takes from LLVM
 )
 
 missing=()
