@@ -140,7 +140,8 @@ TEST(Npy, BadFilesAreNamed) {
   for (const auto& [name, message] : std::vector<std::pair<std::string, std::string>>{
            {"truncated.npy", "truncated or damaged"}, {"text.npy", "not a .npy file"},
            {"f8.npy", "'<f8' values"}, {"missing.npy", "cannot open"}}) {
-    const auto error = error_of([&] { gr::read_npy(dir / name); });
+    const auto path = dir / name;  // C++17 lambdas cannot capture structured bindings (clang)
+    const auto error = error_of([&] { gr::read_npy(path); });
     EXPECT_NE(error.find(name), std::string::npos) << error;
     EXPECT_NE(error.find(message), std::string::npos) << error;
   }
