@@ -1,5 +1,7 @@
 #include "retriever/dev_split.h"
 
+#include "retriever/passage_corpus.h"
+
 #include <algorithm>
 #include <cmath>
 #include <numeric>
@@ -11,22 +13,6 @@
 namespace gradcache {
 namespace retriever {
 namespace {
-
-// Every distinct passage text, in order of first appearance, with its corpus id.
-std::unordered_map<std::string, std::string> passage_corpus(const std::vector<TrainExample>& train,
-                                                            TextCollection& corpus) {
-  std::unordered_map<std::string, std::string> id_of;
-  auto add = [&](const std::string& text) {
-    if (id_of.count(text)) return;
-    id_of[text] = "p" + std::to_string(corpus.size() + 1);
-    corpus.add(id_of[text], text);
-  };
-  for (const auto& ex : train) {
-    for (const auto& p : ex.positives) add(p);
-    for (const auto& p : ex.negatives) add(p);
-  }
-  return id_of;
-}
 
 // Which examples are held out: the first `count` of a seeded permutation (Fisher-Yates with
 // mt19937_64: std::shuffle's algorithm is implementation-defined), in data order.
@@ -42,7 +28,7 @@ std::vector<bool> held_out_rows(size_t n, size_t count, uint64_t seed) {
 
 }  // namespace
 
-EvalData hold_out_dev(std::vector<TrainExample>& train, double fraction, uint64_t seed) {
+EvalData hold_out_dev(std::vector<TrainExample>& train, double fraction, uint64_t seed, const std::string& source) {
   if (!(fraction > 0 && fraction < 1)) {
     throw std::invalid_argument("--dev-fraction must be in (0, 1), got " + std::to_string(fraction));
   }
@@ -54,7 +40,9 @@ EvalData hold_out_dev(std::vector<TrainExample>& train, double fraction, uint64_
   const auto count = std::clamp<size_t>(static_cast<size_t>(std::llround(fraction * static_cast<double>(n))), 1, n - 1);
   EvalData dev;
   dev.name = "dev (" + std::to_string(count) + " training pairs held out)";
-  const auto id_of = passage_corpus(train, dev.corpus);
+  dev.corpus = passage_corpus(train, source);
+  std::unordered_map<std::string, size_t> row_of;  // passage text -> corpus row
+  for (size_t row = 0; row < dev.corpus.size(); ++row) row_of.emplace(dev.corpus.texts[row], row);
   const auto held = held_out_rows(n, count, seed);
   std::vector<TrainExample> kept;
   kept.reserve(n - count);
@@ -65,7 +53,7 @@ EvalData hold_out_dev(std::vector<TrainExample>& train, double fraction, uint64_
     }
     const std::string qid = "dev-" + std::to_string(dev.queries.size() + 1);
     dev.queries.add(qid, train[i].query);
-    for (const auto& p : train[i].positives) dev.qrels[qid][id_of.at(p)] = 1;
+    for (const auto& p : train[i].positives) dev.qrels[qid][dev.corpus.ids[row_of.at(p)]] = 1;
   }
   train = std::move(kept);
   return dev;

@@ -5,6 +5,7 @@
 #include "retriever/embeddings.h"
 #include "retriever/evaluate.h"
 #include "retriever/files.h"
+#include "retriever/passage_corpus.h"
 #include "retriever/search.h"
 #include "retriever/search_settings.h"
 #include "retriever/text_encoder.h"
@@ -93,26 +94,6 @@ struct MiningData {
   std::unordered_map<std::string, std::vector<int64_t>> rows_by_text;  // corpus rows of each text
 };
 
-// Every distinct passage of the training file as a corpus: its docid when given, else "d<N>".
-TextCollection passages_of(const std::vector<TrainExample>& examples, const std::string& path) {
-  TextCollection corpus;
-  std::unordered_map<std::string, size_t> seen;
-  auto add = [&](const std::string& text, const std::string& id) {
-    if (seen.count(text)) return;
-    seen.emplace(text, corpus.size());
-    const std::string doc_id = id.empty() ? "d" + std::to_string(corpus.size()) : id;
-    if (corpus.index.count(doc_id))
-      throw DataError(path, 0, "docid \"" + doc_id + "\" is given to two different passages; make docids unique "
-                                                     "or pass the documents with --corpus");
-    corpus.add(doc_id, text);
-  };
-  for (const auto& e : examples) {
-    for (size_t i = 0; i < e.positives.size(); ++i) add(e.positives[i], e.positive_ids[i]);
-    for (const auto& n : e.negatives) add(n, "");
-  }
-  return corpus;
-}
-
 MiningData load_mining_data(const MineSettings& s, std::vector<std::string>& notices) {
   MiningData data;
   const OnBadLine on_bad = parse_on_bad_line(s.on_bad_line);
@@ -127,7 +108,7 @@ MiningData load_mining_data(const MineSettings& s, std::vector<std::string>& not
     data.examples = read_train_examples(s.train_file, on_bad, &stats);
     if (stats.skipped > 0)
       notices.push_back(s.train_file + ": skipped " + std::to_string(stats.skipped) + " bad lines");
-    data.corpus = s.corpus.empty() ? passages_of(data.examples, s.train_file) : TextCollection{};
+    data.corpus = s.corpus.empty() ? passage_corpus(data.examples, s.train_file) : TextCollection{};
   }
   if (!s.corpus.empty()) data.corpus = read_collection(s.corpus, on_bad);
   if (!s.qrels.empty()) data.qrels = read_qrels(s.qrels, on_bad);

@@ -73,7 +73,7 @@ namespace {
 
 // The dev data of --train-file data: the --dev-* files, or pairs held out of `train`.
 EvalData user_dev_data(const TrainConfig& config, std::vector<TrainExample>& train, std::vector<std::string>& notices) {
-  if (config.dev_fraction > 0) return hold_out_dev(train, config.dev_fraction, config.seed);
+  if (config.dev_fraction > 0) return hold_out_dev(train, config.dev_fraction, config.seed, config.train_file);
   const auto& corpus = config.dev_corpus.empty() ? config.eval_corpus : config.dev_corpus;
   auto dev = read_eval_files({corpus, config.dev_queries, config.dev_qrels}, parse_on_bad_line(config.on_bad_line),
                              notices);

@@ -3,6 +3,7 @@
 #include "retriever/dev_split.h"
 #include "retriever/files.h"
 #include "retriever/model_selection.h"
+#include "retriever/passage_corpus.h"
 #include "tests/retriever/train_test_util.h"
 
 #include <gtest/gtest.h>
@@ -17,7 +18,7 @@ namespace {
 std::vector<gr::TrainExample> examples(int n) {
   std::vector<gr::TrainExample> out;
   for (int i = 0; i < n; ++i) {
-    out.push_back({"query " + std::to_string(i), {"passage " + std::to_string(i)}, {"shared negative"}});
+    out.push_back({"query " + std::to_string(i), {"passage " + std::to_string(i)}, {"shared negative"}, "", {""}});
   }
   return out;
 }
@@ -32,7 +33,7 @@ std::set<std::string> queries_of(const std::vector<gr::TrainExample>& train) {
 
 TEST(DevSplit, HoldsOutASeededDisjointShare) {
   auto train = examples(100);
-  const auto dev = gr::hold_out_dev(train, 0.2, 7);
+  const auto dev = gr::hold_out_dev(train, 0.2, 7, "train.tsv");
   EXPECT_EQ(train.size(), 80u);
   ASSERT_EQ(dev.queries.size(), 20u);
   EXPECT_EQ(dev.corpus.size(), 101u);  // every distinct passage, the held-out ones and the negative too
@@ -47,24 +48,45 @@ TEST(DevSplit, HoldsOutASeededDisjointShare) {
   }
   // The same seed holds out the same pairs; another seed others.
   auto again = examples(100);
-  EXPECT_EQ(gr::hold_out_dev(again, 0.2, 7).queries.texts, dev.queries.texts);
+  EXPECT_EQ(gr::hold_out_dev(again, 0.2, 7, "train.tsv").queries.texts, dev.queries.texts);
   EXPECT_EQ(queries_of(again), kept);
   auto other = examples(100);
-  EXPECT_NE(gr::hold_out_dev(other, 0.2, 8).queries.texts, dev.queries.texts);
+  EXPECT_NE(gr::hold_out_dev(other, 0.2, 8, "train.tsv").queries.texts, dev.queries.texts);
 }
 
 TEST(DevSplit, KeepsAtLeastOneOnEachSideAndRefusesBadFractions) {
   auto tiny = examples(3);
-  EXPECT_EQ(gr::hold_out_dev(tiny, 0.01, 1).queries.size(), 1u);
+  EXPECT_EQ(gr::hold_out_dev(tiny, 0.01, 1, "train.tsv").queries.size(), 1u);
   EXPECT_EQ(tiny.size(), 2u);
   auto most = examples(3);
-  gr::hold_out_dev(most, 0.99, 1);
+  gr::hold_out_dev(most, 0.99, 1, "train.tsv");
   EXPECT_EQ(most.size(), 1u);
   auto some = examples(10);
-  EXPECT_NE(error_of([&] { gr::hold_out_dev(some, 1.0, 1); }).find("--dev-fraction must be in (0, 1)"),
+  EXPECT_NE(error_of([&] { gr::hold_out_dev(some, 1.0, 1, "train.tsv"); }).find("--dev-fraction must be in (0, 1)"),
             std::string::npos);
   auto one = examples(1);
-  EXPECT_NE(error_of([&] { gr::hold_out_dev(one, 0.5, 1); }).find("at least 2"), std::string::npos);
+  EXPECT_NE(error_of([&] { gr::hold_out_dev(one, 0.5, 1, "train.tsv"); }).find("at least 2"), std::string::npos);
+}
+
+TEST(DevSplit, JudgesByTheFilesDocidsAndRefusesADocidOfTwoTexts) {
+  // passage_corpus (shared with `mine`): a positive keeps its docid, the others get d<row>.
+  std::vector<gr::TrainExample> train = {{"q0", {"alpha"}, {"neg"}, "", {"D-7"}},
+                                         {"q1", {"beta"}, {"neg"}, "", {""}},
+                                         {"q2", {"gamma"}, {}, "", {"D-9"}}};
+  const auto corpus = gr::passage_corpus(train, "train.jsonl");
+  EXPECT_EQ(corpus.ids, (std::vector<std::string>{"D-7", "d1", "d2", "D-9"}));
+  EXPECT_EQ(corpus.texts, (std::vector<std::string>{"alpha", "neg", "beta", "gamma"}));
+  auto copy = train;
+  const auto dev = gr::hold_out_dev(copy, 0.5, 3, "train.jsonl");
+  for (const auto& [qid, judged] : dev.qrels) {
+    const auto& text = dev.queries.texts[dev.queries.index.at(qid)];
+    const std::string want = text == "q0" ? "D-7" : text == "q1" ? "d2" : "D-9";
+    EXPECT_EQ(judged.begin()->first, want) << text;
+  }
+  train[1].positive_ids[0] = "D-7";  // the same docid for "beta" as for "alpha"
+  const auto error = error_of([&] { gr::passage_corpus(train, "train.jsonl"); });
+  EXPECT_NE(error.find("train.jsonl"), std::string::npos) << error;
+  EXPECT_NE(error.find("docid \"D-7\" is given to two different passages"), std::string::npos) << error;
 }
 
 TEST(ModelSelection, KeepsTheBestAndCountsEvaluationsSinceForPatience) {
