@@ -8,6 +8,8 @@
 #   exactness    docs/exactness.log: the [exactness] lines of the core tests (10 s)
 #   bench        docs/bench.json, docs/bench.png (+ .dat, .gp): gradcache-bench all (3 min)
 #   distributed  docs/bench_distributed.json: 1 vs 2 processes, 15 timed steps (1 min)
+#   sharded      docs/bench_sharded_loss.json: the loss alone, gathered vs sharded (ring) over 1, 2, 4
+#                processes, N up to 65,536, d = 256 (15 min; not in the default list)
 #   precision    docs/bench_precision_512.json: fp32 vs bf16 at 512 pairs / chunks of 64 (1 min)
 #   streaming    docs/streaming_bench.json, docs/streaming_bench.png: dense vs streaming loss (3 min)
 #   tiles        docs/streaming_tiles.json: the streaming loss's time at N = 8192 per tile size (1 min)
@@ -46,6 +48,9 @@ for part in "${parts[@]}"; do
     distributed)
       "$bench" distributed --reps 15 --json >docs/bench_distributed.json.tmp &&
         mv docs/bench_distributed.json.tmp docs/bench_distributed.json ;;
+    sharded)
+      "$bench" sharded-loss --json >docs/bench_sharded_loss.json.tmp &&
+        mv docs/bench_sharded_loss.json.tmp docs/bench_sharded_loss.json ;;
     precision)
       "$bench" precision --batch 512 --chunk 64 --reps 3 --json >docs/bench_precision_512.json.tmp &&
         mv docs/bench_precision_512.json.tmp docs/bench_precision_512.json ;;

@@ -50,6 +50,7 @@ struct ScenarioSettings {
   gcbench::ChunkSizeSettings chunk_size;
   gcbench::ThreadsSettings threads;
   gcbench::DistributedSettings distributed;
+  gcbench::ShardedLossSettings sharded_loss;
   gcbench::PrecisionSettings precision;
   gcbench::StreamingSettings streaming;
   gcbench::SoakSettings soak;
@@ -74,6 +75,10 @@ struct ScenarioSettings {
              gcbench::run_threads),
         make("distributed", "one step of the same batch in 1 and 2 processes (Gloo): time, memory, bytes all-reduced",
              distributed, gcbench::run_distributed),
+        make("sharded-loss",
+             "the loss alone across 1, 2, 4 processes: gathered vs sharded (ring); time and memory per rank "
+             "(15 minutes at the default sizes; not in 'all')",
+             sharded_loss, gcbench::run_sharded_loss, /*in_all=*/false),
         make("precision", "cache step in fp32 vs bf16 autocast: time (interleaved), peak memory, gradient error",
              precision, gcbench::run_precision),
         make("streaming", "dense vs streaming contrastive loss: peak memory and time vs N (minutes; not in 'all')",
@@ -230,6 +235,7 @@ int run(int argc, char** argv) {
   }
   add_child_command<gcbench::MemoryPointSettings>(app, "child-memory", gcbench::measure_memory_point);
   add_child_command<gcbench::DistributedPointSettings>(app, "child-distributed", gcbench::measure_distributed_point);
+  add_child_command<gcbench::ShardedLossPointSettings>(app, "child-sharded-loss", gcbench::measure_sharded_loss_point);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

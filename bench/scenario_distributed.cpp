@@ -5,6 +5,7 @@
 // after every chunk's backward (DDP without no_sync) would send.
 #include "measure.h"
 #include "options.h"
+#include "ranks.h"
 #include "scenarios.h"
 #include "system.h"
 
@@ -12,14 +13,8 @@
 #include <gradcache/distributed.h>
 #endif
 
-#include <arpa/inet.h>
-#include <netinet/in.h>
-#include <sys/socket.h>
-#include <unistd.h>
 
 #include <algorithm>
-#include <csignal>
-#include <future>
 
 namespace gcbench {
 
@@ -63,13 +58,7 @@ Json measure_distributed_point(const DistributedPointSettings& s) {
   std::unique_ptr<gradcache::distributed::ProcessGroup> group;
   if (s.world > 1) {
     namespace gd = gradcache::distributed;
-    gd::Rendezvous rendezvous;
-    rendezvous.rank = static_cast<int>(s.rank);
-    rendezvous.world_size = static_cast<int>(s.world);
-    rendezvous.port = static_cast<int>(s.port);
-    std::signal(SIGPIPE, SIG_IGN);  // a dead peer is an error message, not a silent death
-    group = std::make_unique<gd::ProcessGroup>(
-        gd::ProcessGroup::create(rendezvous, gd::ProcessGroupOptions().timeout(std::chrono::seconds(120))));
+    group = join_loopback_group(s.rank, s.world, s.port);
     auto dist = std::make_unique<gd::DistributedGradCache>(*group, w.models(), s.chunk, w.loss(), w.cache_options());
     bytes_reduced = [d = dist.get()] { return d->bytes_reduced(); };
     cache = std::move(dist);
@@ -115,18 +104,6 @@ Json measure_distributed_point(const DistributedPointSettings& s) {
 
 namespace {
 
-int free_port() {
-  const int fd = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr);
-  socklen_t len = sizeof addr;
-  getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
-  close(fd);
-  return ntohs(addr.sin_port);
-}
-
 // One configuration: `world` child processes, one per rank, started together; their JSON.
 Json run_ranks(const DistributedSettings& s, const CommonSettings& common, int64_t world) {
   DistributedPointSettings p;
@@ -136,21 +113,19 @@ Json run_ranks(const DistributedSettings& s, const CommonSettings& common, int64
   p.reps = s.reps;
   p.warmup = s.warmup;
   p.world = world;
-  p.port = free_port();
+  p.port = free_loopback_port();
   p.threads = common.threads;
   p.blas_threads = common.blas_threads;
-  std::vector<std::future<std::string>> children;
+  std::vector<std::vector<std::string>> args_per_rank;
   for (int64_t r = 0; r < world; ++r) {
     p.rank = r;
     OptionTable t;
     p.add_options(t);
     std::vector<std::string> args{"child-distributed"};
     for (auto& a : t.to_args()) args.push_back(a);
-    children.push_back(std::async(std::launch::async, run_child, common.program, args));
+    args_per_rank.push_back(args);
   }
-  Json ranks = Json::array();
-  for (auto& c : children) ranks.push_back(Json::parse(c.get()));
-  return ranks;
+  return run_ranks_together(common.program, args_per_rank);
 }
 
 }  // namespace

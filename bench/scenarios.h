@@ -117,6 +117,28 @@ struct DistributedPointSettings {
 };
 Json measure_distributed_point(const DistributedPointSettings& s);
 
+/// The loss alone across W processes: every rank computing the whole loss over gathered
+/// representations (streaming) vs each rank its share, passage blocks going round a ring
+/// (ShardedContrastiveLoss). Loss forward + backward time and peak memory per rank.
+struct ShardedLossSettings {
+  std::vector<int64_t> sizes{4096, 16384, 65536};  ///< global N (pairs)
+  std::vector<int64_t> processes{1, 2, 4};
+  int64_t dim = 256, tile = 1024, reps = 1;
+  int64_t gathered_up_to = 16384;  ///< the gathered baseline only up to this N (it costs W = 1's time on every rank)
+  void add_options(OptionTable& table);
+};
+ScenarioResult run_sharded_loss(const ShardedLossSettings& s, const CommonSettings& common);
+
+/// One rank of one point of the sharded-loss scenario (`child-sharded-loss`).
+struct ShardedLossPointSettings {
+  std::string mode = "sharded";  ///< "sharded" or "gathered"
+  int64_t size = 4096, dim = 256, tile = 1024, reps = 1;
+  int64_t rank = 0, world = 1, port = 0;
+  int64_t threads = 1, blas_threads = 1;
+  void add_options(OptionTable& table);
+};
+Json measure_sharded_loss_point(const ShardedLossPointSettings& s);
+
 struct PrecisionSettings {
   ModelSettings model;
   int64_t batch = 128, chunk = 32;

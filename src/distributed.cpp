@@ -44,8 +44,10 @@ struct ProcessGroup::Impl {
 };
 
 struct ProcessGroup::Pending::Impl {
-  c10::intrusive_ptr<c10d::Work> work;
+  std::vector<c10::intrusive_ptr<c10d::Work>> works;
+  std::vector<at::Tensor> tensors;  // kept alive until the transfers end
   std::shared_ptr<ProcessGroup::Impl> group;
+  const char* what = "all-reduce of gradients";
 };
 
 namespace {
@@ -172,7 +174,7 @@ ProcessGroup::Pending ProcessGroup::all_reduce_sum_async(at::Tensor tensor) cons
   c10d::AllreduceOptions options;
   options.reduceOp = c10d::ReduceOp::SUM;
   try {
-    pending->work = impl_->backend->allreduce(tensors, options);
+    pending->works.push_back(impl_->backend->allreduce(tensors, options));
   } catch (const std::exception& e) {
     throw std::runtime_error("gradcache distributed: all-reduce failed on rank " + std::to_string(rank()) + ": " +
                              Impl::first_line(e.what()));
@@ -181,9 +183,30 @@ ProcessGroup::Pending ProcessGroup::all_reduce_sum_async(at::Tensor tensor) cons
 }
 
 void ProcessGroup::Pending::wait() {
-  if (!impl_ || !impl_->work) return;
-  auto work = std::move(impl_->work);
-  impl_->group->run("all-reduce of gradients", [&] { return work; });
+  if (!impl_) return;
+  auto works = std::move(impl_->works);
+  impl_->works.clear();
+  for (auto& work : works) impl_->group->run(impl_->what, [&] { return work; });
+  impl_->tensors.clear();
+}
+
+ProcessGroup::Pending ProcessGroup::shift_ring_async(const at::Tensor& to_next, at::Tensor from_previous,
+                                                     int tag) const {
+  auto pending = std::make_shared<Pending::Impl>();
+  pending->group = impl_;
+  pending->what = "ring exchange of representations";
+  const int next = (rank() + 1) % world_size(), previous = (rank() + world_size() - 1) % world_size();
+  std::vector<at::Tensor> out{to_next.contiguous()}, in{std::move(from_previous)};
+  TORCH_CHECK(in[0].is_contiguous(), "shift_ring_async: the receiving tensor must be contiguous");
+  try {
+    pending->works.push_back(impl_->backend->send(out, next, tag));
+    pending->works.push_back(impl_->backend->recv(in, previous, tag));
+  } catch (const std::exception& e) {
+    throw std::runtime_error("gradcache distributed: ring exchange failed on rank " + std::to_string(rank()) + ": " +
+                             Impl::first_line(e.what()));
+  }
+  pending->tensors = {out[0], in[0]};
+  return Pending(std::move(pending));
 }
 
 void ProcessGroup::barrier() const {
@@ -304,7 +327,8 @@ void GradientSynchronizer::finish() {
 DistributedGradCache::DistributedGradCache(ProcessGroup group, std::vector<Model> models,
                                            std::vector<int64_t> chunk_sizes, Loss loss_fn, GradCacheOptions options,
                                            DistributedOptions distributed)
-    : GradCache(std::move(models), std::move(chunk_sizes), gather_input_tensor(group, std::move(loss_fn)),
+    : GradCache(std::move(models), std::move(chunk_sizes),
+                distributed.gather_inputs() ? gather_input_tensor(group, std::move(loss_fn)) : std::move(loss_fn),
                 std::move(options)),
       group_(group),
       synchronizer_(group, distributed.bucket_bytes()) {}

@@ -5,6 +5,8 @@
 #include "test_util.h"
 
 #include <gradcache/distributed.h>
+#include <gradcache/functional.h>
+#include <gradcache/sharded_loss.h>
 
 #include <arpa/inet.h>
 #include <fcntl.h>
@@ -155,6 +157,142 @@ int worker_scaler(const gd::ProcessGroup& group) {
   return 0;
 }
 
+// ---- the sharded loss and the functional API: W ranks, dropout on -------------------------
+
+// Rows [first, last) of `rank` among `world`; `uneven` gives rank 0 one row fewer.
+std::pair<int64_t, int64_t> rows_of(int rank, int world, int64_t n, bool uneven) {
+  auto bound = [&](int r) { return r == 0 ? int64_t{0} : r == world ? n : n * r / world - (uneven ? 1 : 0); };
+  return {bound(rank), bound(rank + 1)};
+}
+
+std::pair<gctest::Mlp, gctest::Mlp> models_with_dropout() {
+  torch::manual_seed(7);
+  gctest::Mlp q(6, 16, 5, /*dropout=*/0.2), p(6, 16, 5, 0.2);
+  q->to(torch::kFloat64);
+  p->to(torch::kFloat64);
+  return {q, p};
+}
+
+// What every rank's cache step computes, in one process and one graph: each rank's rows
+// encoded chunk by chunk under that rank's seed (the dropout masks the ranks drew), all of
+// them concatenated in rank order.
+std::pair<torch::Tensor, torch::Tensor> all_ranks_reps(gctest::Mlp& q, gctest::Mlp& p, const Data& data, int world,
+                                                       int64_t k, bool uneven) {
+  std::vector<torch::Tensor> qs, ps;
+  for (int r = 0; r < world; ++r) {
+    const auto [lo, hi] = rows_of(r, world, data.x.size(0), uneven);
+    torch::manual_seed(100 + r);
+    for (const auto& c : data.x.slice(0, lo, hi).split(4)) qs.push_back(q(c));
+    for (const auto& c : data.y.slice(0, lo * (1 + k), hi * (1 + k)).split(4)) ps.push_back(p(c));
+  }
+  return {torch::cat(qs), torch::cat(ps)};
+}
+
+// InfoNCE written out densely: S = Q P^T / tau, cross-entropy to each query's positive (and,
+// symmetric, of each positive over the queries).
+torch::Tensor dense_infonce(const torch::Tensor& Q, const torch::Tensor& P, const torch::Tensor& tau, int64_t k,
+                            bool symmetric) {
+  const auto S = Q.mm(P.t()) / tau;
+  const auto t = torch::arange(0, P.size(0), 1 + k);
+  const auto q2p = torch::nn::functional::cross_entropy(S, t);
+  if (!symmetric) return q2p;
+  return (q2p + torch::nn::functional::cross_entropy(S.index_select(1, t).t(), torch::arange(Q.size(0)))) / 2;
+}
+
+// A cache step with the sharded loss on each of W ranks vs one full-batch backward of the
+// dense loss over every rank's representations: parameters, the temperature and the value.
+int worker_sharded(const gd::ProcessGroup& group, int64_t k, bool symmetric, bool uneven) {
+  const int64_t n = 12;
+  auto data = make_data(n, k);
+  auto [q, p] = models_with_dropout();
+  auto tau = torch::full({}, 0.5, torch::kFloat64).requires_grad_(true);
+  const auto options = gc::StreamingLossOptions().tile_size(5).symmetric(symmetric).temperature_tensor(tau);
+  gd::DistributedGradCache cache(group, {q, p}, 4, gd::ShardedContrastiveLoss(group, options), gc::GradCacheOptions(),
+                                 gd::DistributedOptions().bucket_bytes(512).gather_inputs(false));
+  const auto [lo, hi] = rows_of(group.rank(), group.world_size(), n, uneven);
+  torch::manual_seed(100 + group.rank());
+  const double value = cache({data.x.slice(0, lo, hi), data.y.slice(0, lo * (1 + k), hi * (1 + k))}).item<double>();
+  auto params = unique_params(q, p);
+  params.push_back(tau);
+  const auto distributed = gctest::grads_of(params);
+
+  gctest::zero_grads(params);
+  const auto [Q, P] = all_ranks_reps(q, p, data, group.world_size(), k, uneven);
+  const auto loss = dense_infonce(Q, P, tau, k, symmetric);
+  loss.backward();
+  const double err = gctest::max_rel_error(distributed, gctest::grads_of(params));
+  std::cout << "rank " << group.rank() << " of " << group.world_size() << ": max relative gradient error " << err
+            << ", loss " << value << " vs " << loss.item<double>() << std::endl;
+  if (!(err < kTol64)) return fail("gradients differ from the one-process full batch: " + std::to_string(err));
+  if (!(std::abs(value - loss.item<double>()) < kTol64)) return fail("the loss differs from the whole batch's");
+  return 0;
+}
+
+// The sharded loss alone, on representations that are leaves: each rank's rows get the rows of
+// the whole batch's gradient.
+int worker_sharded_loss(const gd::ProcessGroup& group, int64_t k, bool symmetric) {
+  const int64_t n = 12;
+  auto data = make_data(n, k);
+  auto tau = torch::full({}, 0.5, torch::kFloat64).requires_grad_(true);
+  const auto [lo, hi] = rows_of(group.rank(), group.world_size(), n, true);
+  auto q = data.x.slice(0, lo, hi).clone().requires_grad_(true);
+  auto p = data.y.slice(0, lo * (1 + k), hi * (1 + k)).clone().requires_grad_(true);
+  const auto options = gc::StreamingLossOptions().tile_size(5).symmetric(symmetric).temperature_tensor(tau);
+  gd::sharded_contrastive_loss(group, q, p, options).backward();
+  auto Q = data.x.clone().requires_grad_(true), P = data.y.clone().requires_grad_(true);
+  auto tau1 = torch::full({}, 0.5, torch::kFloat64).requires_grad_(true);
+  dense_infonce(Q, P, tau1, k, symmetric).backward();
+  const double err = gctest::max_rel_error(
+      {q.grad(), p.grad(), tau.grad()},
+      {Q.grad().slice(0, lo, hi), P.grad().slice(0, lo * (1 + k), hi * (1 + k)), tau1.grad()});
+  std::cout << "rank " << group.rank() << " of " << group.world_size() << ": max relative gradient error " << err
+            << " (q " << gctest::max_rel_error({q.grad()}, {Q.grad().slice(0, lo, hi)}) << ", p "
+            << gctest::max_rel_error({p.grad()}, {P.grad().slice(0, lo * (1 + k), hi * (1 + k))}) << ", tau "
+            << gctest::max_rel_error({tau.grad()}, {tau1.grad()}) << ")" << std::endl;
+  return err < kTol64 ? 0 : fail("gradients differ from the whole batch's: " + std::to_string(err));
+}
+
+// The functional API across processes: cached() + cat_input_tensor(gather_input_tensor(loss))
+// + GradientSynchronizer on each rank vs one full-batch backward in one process.
+int worker_functional(const gd::ProcessGroup& group) {
+  const int64_t n = 12;
+  auto data = make_data(n, 0);
+  auto [q, p] = models_with_dropout();
+  auto encode = gc::functional::cached([](gctest::Mlp& m, const torch::Tensor& x) { return m(x); });
+  auto loss_fn = gc::functional::cat_input_tensor(
+      gc::functional::gather_input_tensor(group, [](const torch::Tensor& a, const torch::Tensor& b) {
+        return gc::contrastive_loss(a, b);
+      }));
+  const auto [lo, hi] = rows_of(group.rank(), group.world_size(), n, false);
+  torch::manual_seed(100 + group.rank());
+  std::vector<torch::Tensor> q_reps, p_reps;
+  std::vector<gc::functional::Replay> replays;
+  for (auto [model, rows, reps] : {std::make_tuple(q, data.x.slice(0, lo, hi), &q_reps),
+                                   std::make_tuple(p, data.y.slice(0, lo, hi), &p_reps)}) {
+    for (const auto& chunk : rows.split(4)) {
+      auto [rep, replay] = encode(model, chunk);
+      reps->push_back(rep);
+      replays.push_back(replay);
+    }
+  }
+  loss_fn(q_reps, p_reps).backward();
+  std::vector<torch::Tensor> all_reps = q_reps;
+  all_reps.insert(all_reps.end(), p_reps.begin(), p_reps.end());
+  for (size_t i = 0; i < replays.size(); ++i) replays[i](all_reps[i]);
+  const auto params = unique_params(q, p);
+  gd::GradientSynchronizer sync(group);
+  sync.start(params);
+  sync.finish();
+  const auto distributed = gctest::grads_of(params);
+
+  gctest::zero_grads(params);
+  const auto [Q, P] = all_ranks_reps(q, p, data, group.world_size(), 0, false);
+  gc::contrastive_loss(Q, P).backward();
+  const double err = gctest::max_rel_error(distributed, gctest::grads_of(params));
+  std::cout << "rank " << group.rank() << ": max relative gradient error " << err << std::endl;
+  return err < kTol64 ? 0 : fail("gradients differ from the one-process full batch: " + std::to_string(err));
+}
+
 // A worker's command line: --worker SCENARIO RANK WORLD PORT TIMEOUT_MS.
 int run_worker(char** argv) {
   const std::string scenario = argv[2];
@@ -176,6 +314,10 @@ int run_worker(char** argv) {
       const gc::StreamingContrastiveLoss streaming(gc::StreamingLossOptions().tile_size(5).temperature(0.5));
       return worker_gradients(group, false, 1, false, streaming);
     }
+    if (scenario == "sharded_hard_negatives_symmetric") return worker_sharded(group, 2, true, false);
+    if (scenario == "sharded_uneven") return worker_sharded(group, 1, false, true);
+    if (scenario == "functional") return worker_functional(group);
+    if (scenario == "sharded_loss") return worker_sharded_loss(group, 1, false);
     if (scenario == "training") return worker_training(group, false);
     if (scenario == "training_tied") return worker_training(group, true);
     if (scenario == "dies") return worker_dies(group);
@@ -275,6 +417,20 @@ TEST(Distributed, HardNegatives) {
 
 TEST(Distributed, StreamingLossWithHardNegatives) {
   expect_success(run_group("gradients_streaming", 2, 2, std::chrono::seconds(60)));
+}
+
+TEST(Distributed, ShardedLossEqualsTheFullBatchAtTwoAndThreeRanks) {
+  for (int world : {2, 3}) {
+    // Learnable temperature throughout; dropout on in the cache steps.
+    for (const char* scenario : {"sharded_loss", "sharded_hard_negatives_symmetric", "sharded_uneven"}) {
+      SCOPED_TRACE(std::string(scenario) + " at " + std::to_string(world) + " ranks");
+      expect_success(run_group(scenario, world, world, std::chrono::seconds(60)));
+    }
+  }
+}
+
+TEST(Distributed, FunctionalApiWithGatherInputTensor) {
+  expect_success(run_group("functional", 2, 2, std::chrono::seconds(60)));
 }
 
 TEST(Distributed, UnequalLocalBatches) {

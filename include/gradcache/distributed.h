@@ -72,6 +72,10 @@ class ProcessGroup {
   /// Starts summing `tensor` over the ranks in place; call wait() on the result.
   class Pending;
   Pending all_reduce_sum_async(at::Tensor tensor) const;
+  /// One step of a ring: sends `to_next` to rank (rank + 1) % W and receives into
+  /// `from_previous` (already shaped as the sender's tensor) from rank (rank - 1 + W) % W, while
+  /// the caller computes; call wait() on the result. `tag` keeps streams of messages apart.
+  Pending shift_ring_async(const at::Tensor& to_next, at::Tensor from_previous, int tag) const;
   void barrier() const;
   /// Throws, naming the ranks that differ, unless every rank passed the same `value`.
   void check_same(const std::string& what, const std::string& value) const;
@@ -100,9 +104,10 @@ class ProcessGroup::Pending {
 /// gather_input_tensor, with unequal batch sizes allowed).
 at::Tensor gather_rows(const ProcessGroup& group, const at::Tensor& local);
 
-/// Wraps a loss so that it sees the representations of all ranks: each argument is gathered
-/// with gather_rows before `loss` runs (functional API, like the reference's
-/// gather_input_tensor). With hard negatives every rank must use the same k.
+/// Wraps a type-erased Loss so that it sees the representations of all ranks: each argument is
+/// gathered with gather_rows before `loss` runs (what DistributedGradCache does by default;
+/// the functional API's gradcache::functional::gather_input_tensor takes any callable and an
+/// axis). With hard negatives every rank must use the same k.
 Loss gather_input_tensor(const ProcessGroup& group, Loss loss);
 
 /// The gradients a step accumulated, summed over the ranks once per step, in buckets of
@@ -133,13 +138,19 @@ std::function<bool(bool)> any_rank(const ProcessGroup& group);
 struct DistributedOptions {
   /// Gradients are summed in buckets of about this many bytes.
   TORCH_ARG(int64_t, bucket_bytes) = int64_t{4} << 20;
+  /// Whether the loss is given every rank's representations (gathered with gather_rows), as a
+  /// loss written for one process needs. False for a loss that combines the ranks itself
+  /// (ShardedContrastiveLoss): it is given only this rank's.
+  TORCH_ARG(bool, gather_inputs) = true;
 };
 
-/// GradCache across processes. The loss sees the representations of every rank (it is
-/// wrapped with gather_input_tensor), each rank caches the gradient of its own rows, and
-/// after the last use of each module its parameter gradients are summed over the ranks: once
-/// per step (the reference's no_sync_except_last), in buckets, and asynchronously, so the
-/// next model's replay overlaps the communication. W ranks with N/W examples each get the
+/// GradCache across processes. By default the loss sees the representations of every rank
+/// (it is wrapped with gather_input_tensor) and each rank caches the gradient of its own rows;
+/// with DistributedOptions().gather_inputs(false) and a ShardedContrastiveLoss, each rank
+/// computes only its share of the loss and no rank holds the whole batch (sharded_loss.h).
+/// After the last use of each module its parameter gradients are summed over the ranks: once
+/// per step (the reference's no_sync_except_last), in buckets, and asynchronously, so the next
+/// model's replay overlaps the communication. W ranks with N/W examples each get the
 /// gradients of one process with all N. Local batch sizes may differ.
 class DistributedGradCache : public GradCache {
  public:

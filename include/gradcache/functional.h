@@ -1,4 +1,5 @@
-// The functional API (the reference's grad_cache.functional): cached() and cat_input_tensor().
+// The functional API (the reference's grad_cache.functional): cached(), cat_input_tensor() and,
+// with torch.distributed, gather_input_tensor().
 #pragma once
 
 #include <gradcache/model.h>
@@ -8,6 +9,10 @@
 #include <gradcache/rng_state.h>
 
 #include <c10/core/GradMode.h>
+
+#ifdef GRADCACHE_WITH_DISTRIBUTED
+#include <gradcache/distributed.h>
+#endif
 
 #include <functional>
 #include <memory>
@@ -174,6 +179,31 @@ auto cat_input_tensor(LossFn fn) {
     return fn(detail::cat_if_list(std::forward<decltype(args)>(args))...);
   };
 }
+
+#ifdef GRADCACHE_WITH_DISTRIBUTED
+/// Wraps a loss so that each Tensor argument is replaced by the concatenation, along `axis`,
+/// of that argument on every rank of `group` (the reference's @gather_input_tensor); other
+/// arguments pass through. Differentiable: the backward keeps the gradient of this rank's
+/// slice, so with every rank computing the same loss over the gathered tensors, each rank's
+/// representations get exactly their share, and summing the parameter gradients over the
+/// ranks (distributed::GradientSynchronizer) gives those of one process with all the data.
+/// Sizes along `axis` may differ between ranks; the other dimensions must agree.
+///
+///   auto loss_fn = cat_input_tensor(gather_input_tensor(group, contrastive_loss));
+template <class LossFn>
+auto gather_input_tensor(distributed::ProcessGroup group, LossFn fn, int64_t axis = 0) {
+  return [group = std::move(group), fn = std::move(fn), axis](auto&&... args) {
+    auto gather = [&](auto&& arg) -> decltype(auto) {
+      if constexpr (std::is_same_v<std::decay_t<decltype(arg)>, at::Tensor>) {
+        return distributed::gather_rows(group, arg.movedim(axis, 0)).movedim(0, axis);
+      } else {
+        return std::forward<decltype(arg)>(arg);
+      }
+    };
+    return fn(gather(std::forward<decltype(args)>(args))...);
+  };
+}
+#endif
 
 }  // namespace functional
 }  // namespace gradcache

@@ -22,4 +22,5 @@
 
 #ifdef GRADCACHE_WITH_DISTRIBUTED
 #include <gradcache/distributed.h>
+#include <gradcache/sharded_loss.h>
 #endif

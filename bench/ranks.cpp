@@ -1,0 +1,49 @@
+#include "ranks.h"
+
+#include "system.h"
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <csignal>
+#include <future>
+
+namespace gcbench {
+
+int free_loopback_port() {
+  const int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr);
+  socklen_t len = sizeof addr;
+  getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
+  close(fd);
+  return ntohs(addr.sin_port);
+}
+
+Json run_ranks_together(const std::string& program, const std::vector<std::vector<std::string>>& args_per_rank) {
+  std::vector<std::future<std::string>> children;
+  for (const auto& args : args_per_rank) children.push_back(std::async(std::launch::async, run_child, program, args));
+  Json ranks = Json::array();
+  for (auto& c : children) ranks.push_back(Json::parse(c.get()));
+  return ranks;
+}
+
+#ifdef GRADCACHE_WITH_DISTRIBUTED
+std::unique_ptr<gradcache::distributed::ProcessGroup> join_loopback_group(int64_t rank, int64_t world, int64_t port) {
+  namespace gd = gradcache::distributed;
+  gd::Rendezvous rendezvous;
+  rendezvous.rank = static_cast<int>(rank);
+  rendezvous.world_size = static_cast<int>(world);
+  rendezvous.port = static_cast<int>(port);
+  std::signal(SIGPIPE, SIG_IGN);
+  return std::make_unique<gd::ProcessGroup>(
+      gd::ProcessGroup::create(rendezvous, gd::ProcessGroupOptions().timeout(std::chrono::minutes(10))));
+}
+#endif
+
+}  // namespace gcbench
