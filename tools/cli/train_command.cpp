@@ -5,11 +5,14 @@
 #include "setting_flags.h"
 
 #include "retriever/files.h"
+#include "retriever/local_launcher.h"
 #include "retriever/torchrun.h"
 #include "retriever/trainer.h"
 
 #include <unistd.h>
 
+#include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <iostream>
 
@@ -24,6 +27,7 @@ struct RunFlags {
   std::string config_file;
   bool resume = false, overwrite = false;
   double dist_timeout = 300;  // seconds
+  std::string nproc;          // "": not given (one process, or torchrun's)
 };
 
 void add_run_flags(CLI::App& cmd, RunFlags& flags) {
@@ -31,7 +35,12 @@ void add_run_flags(CLI::App& cmd, RunFlags& flags) {
   auto* run = cmd.add_option_group("Starting and resuming");
   run->add_flag("--resume", flags.resume, "Continue the run in --output from its checkpoint");
   run->add_flag("--overwrite", flags.overwrite, "Start afresh even if --output holds a run");
-  auto* dist = cmd.add_option_group("Several processes (torchrun --nproc_per_node=N --no-python gradcache train ...)");
+  auto* dist = cmd.add_option_group("Several processes (--nproc N on this machine; torchrun for several machines)");
+  dist->add_option("--nproc", flags.nproc,
+                   "Processes on this machine, started and watched by this one (default 1); auto: the cores "
+                   "divided by the threads per process")
+      ->type_name("N|auto")
+      ->check([](const std::string& value) { return retriever::check_process_count(value); });
   dist->add_option("--dist-timeout", flags.dist_timeout,
                    "Seconds a process waits for the others before it gives up with an error")
       ->capture_default_str()
@@ -56,6 +65,26 @@ std::shared_ptr<distributed::ProcessGroup> torchrun_group(const RunFlags& flags,
       distributed::ProcessGroupOptions()
           .timeout(std::chrono::milliseconds(static_cast<int64_t>(flags.dist_timeout * 1000)))
           .device(c10::Device(c.device))));
+}
+
+// The threads each process uses: what --nproc auto divides the cores by.
+int threads_per_process(const TrainConfig& c) {
+  return static_cast<int>(std::max<int64_t>({1, c.threads, c.blas_threads}));
+}
+
+// --nproc N > 1: this process starts N ranks of the same command (without --nproc) on
+// loopback, as torchrun would, and returns their combined exit status.
+int launch_local_ranks(const RunFlags& flags, const TrainConfig& c, int processes) {
+  retriever::LocalLaunch launch;
+  launch.arguments = retriever::without_flag(retriever::own_command_line(), "--nproc");
+  launch.processes = processes;
+  launch.threads_per_rank = threads_per_process(c);
+  launch.grace = std::chrono::milliseconds(static_cast<int64_t>(flags.dist_timeout * 1000));
+  launch.stop = &stop_signal;
+  launch.name = "gradcache train";
+  std::cerr << "gradcache train: note: " << processes << " processes of " << launch.threads_per_rank
+            << " thread(s) each (--nproc " << flags.nproc << ")" << std::endl;
+  return retriever::run_local_ranks(launch);
 }
 
 int report(const retriever::TrainResult& result) {
@@ -103,6 +132,15 @@ std::function<int()> add_train_command(CLI::App& app) {
       return 2;  // a usage error, like the parser's
     }
     retriever::validate(c);  // a value out of range: status 1, with the flag named
+    if (!flags->nproc.empty() && retriever::started_by_torchrun()) {
+      std::cerr << "gradcache train: error: --nproc cannot be combined with torchrun (WORLD_SIZE is set): "
+                   "drop --nproc or launch without torchrun"
+                << std::endl;
+      return 2;
+    }
+    const std::string nproc = flags->nproc.empty() ? "1" : flags->nproc;
+    const int processes = retriever::resolve_process_count(nproc, threads_per_process(c));
+    if (processes > 1) return launch_local_ranks(*flags, c, processes);
     retriever::TrainOptions options;
     options.resume = flags->resume;
     options.overwrite = flags->overwrite;
