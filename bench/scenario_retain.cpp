@@ -88,8 +88,19 @@ void build_steps(Workload& w, const RetainSettings& s, const Batch& b, const std
 
 // One cache step against the cost model: measured and predicted cache / accumulate (CPU time;
 // the parts are timed in CPU time) and the same in wall time.
+// Also the cache's own steps (CPU time, means over all its calls) against the parts: step 1 =
+// F0 of the replayed chunks + F of the retained ones, step 2 = L, step 3 = F of the replayed
+// chunks + B: where a gap arises.
 void add_model_figures(const StepParts& parts, const std::vector<int64_t>& retained, const Timings& step,
-                       const Timings& accumulate, Json& row) {
+                       const Timings& accumulate, const RecordingGradCache& cache, Json& row) {
+  const auto c = parts.costs(Clock::cpu);
+  const double share = parts.retained_share(retained), calls = static_cast<double>(std::max<int64_t>(1, cache.steps));
+  row["cache_steps_cpu"] = Json{{"step1_s", cache.step1_cpu_s / calls},
+                                {"step2_s", cache.step2_cpu_s / calls},
+                                {"step3_s", cache.step3_cpu_s / calls},
+                                {"predicted_step1_s", (1 - share) * c.forward_no_grad + share * c.forward},
+                                {"predicted_step2_s", c.loss},
+                                {"predicted_step3_s", (1 - share) * c.forward + c.backward}};
   const double measured = step.cpu_median() / accumulate.cpu_median();
   const double measured_wall = step.wall_median() / accumulate.wall_median();
   row["retained_share_of_f0"] = parts.retained_share(retained);
@@ -120,7 +131,7 @@ Json retain_rows(const RetainSteps& rs, const StepParts& parts, const std::vecto
       row["retain_chunks"] = rs.retain_of[i];
       row["retained_chunks"] = cache.retained_chunks;
       row["retained_bytes"] = cache.retained_bytes;
-      add_model_figures(parts, cache.retained_chunks, times[i], times[acc_i], row);
+      add_model_figures(parts, cache.retained_chunks, times[i], times[acc_i], cache, row);
       predicted = fmt(row["predicted"].get<double>(), 3);
       over = fmt(row["measured_over_predicted"].get<double>(), 3);
     }
