@@ -32,6 +32,7 @@ std::vector<at::Tensor> RecordingGradCache::build_cache(const std::vector<at::Te
   const double t0 = process_cpu_seconds();
   auto grads = gradcache::GradCache::build_cache(reps, loss_args, loss_out);
   step2_cpu_s += process_cpu_seconds() - t0;
+  ++steps;
   return grads;
 }
 

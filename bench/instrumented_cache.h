@@ -19,6 +19,7 @@ class RecordingGradCache : public gradcache::GradCache {
   std::vector<int64_t> total_chunks;
   std::vector<int64_t> retained_bytes;
   double step1_cpu_s = 0, step2_cpu_s = 0, step3_cpu_s = 0;  ///< forward_no_grad, build_cache, the backwards
+  int64_t steps = 0;                                         ///< calls so far (build_cache runs once per call)
 
  protected:
   ForwardResult forward_no_grad(size_t model_index, const std::vector<gradcache::ModelInput>& chunks,

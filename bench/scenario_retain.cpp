@@ -1,5 +1,7 @@
 // Scenario `retain`: the time / memory trade-off of keeping chunks' graphs from step 1
-// (GradCacheOptions::retain_chunks, retain_memory), against accumulation and the full batch.
+// (GradCacheOptions::retain_chunks, retain_memory), against accumulation and the full batch,
+// each cache step judged against the cost model with the parts measured in the same run.
+#include "cost_parts.h"
 #include "instrumented_cache.h"
 #include "measure.h"
 #include "options.h"
@@ -19,18 +21,21 @@ void RetainSettings::add_options(OptionTable& t) {
   t.add("--retain", &retain, "retain_chunks values (default 0, n/4, n/2, 3n/4, n)");
   t.add("--reps", &reps, "timed repetitions of each step (interleaved)");
   t.add("--warmup", &warmup, "untimed rounds first");
-  t.add("--budget-fraction", &budget_fraction, "retain_memory as a fraction of the batch's activations");
-  t.add("--retain-limit", &limit, "target: cache / accumulate with half the chunks retained");
+  t.add("--budget-percents", &budget_percents, "retain_memory budgets, in percent of the batch's activations");
+  t.add("--budget-goal", &budget_goal, "the budget table names the first budget with cache / accumulate <= this");
+  t.add("--model-limit", &model_limit,
+        "target: measured / predicted cache / accumulate (cost model), nothing and half the chunks retained");
 }
 
 namespace {
 
-// The steps compared: the cache for each retain_chunks value and for a memory budget (each a
+// The steps compared: the cache for each retain_chunks value and each memory budget (each a
 // RecordingGradCache, to read what it retained), then accumulate and full.
 struct RetainSteps {
   std::vector<NamedStep> steps;
   std::vector<std::unique_ptr<RecordingGradCache>> caches;  ///< steps[i] for i < caches.size()
-  std::vector<int64_t> retain_of;                            ///< per step; -1: the budget, -2: not a cache
+  std::vector<int64_t> retain_of;                            ///< per step; -1: a budget, -2: not a cache
+  std::vector<int64_t> budget_of;                            ///< per step: its retain_memory bytes, else 0
   Step accumulate, full;
 };
 
@@ -58,39 +63,63 @@ int64_t activation_bytes(Workload& w, const RetainSettings& s, const std::vector
 }
 
 void build_steps(Workload& w, const RetainSettings& s, const Batch& b, const std::vector<gradcache::ModelInput>& inputs,
-                 int64_t n, int64_t budget, RetainSteps& out) {
-  auto add_cache = [&](const std::string& name, gradcache::GradCacheOptions options, int64_t retain) {
+                 int64_t n, int64_t activations, RetainSteps& out) {
+  auto add_cache = [&](const std::string& name, gradcache::GradCacheOptions options, int64_t retain, int64_t budget) {
     out.caches.push_back(std::make_unique<RecordingGradCache>(w.models(), s.chunk, w.loss(), options));
     auto* c = out.caches.back().get();
     out.steps.push_back({name, [&w, &inputs, c] { w.zero_grads(); (*c)(inputs); }});
     out.retain_of.push_back(retain);
+    out.budget_of.push_back(budget);
   };
   for (int64_t r : retain_values(s, n)) {
-    add_cache("retain " + std::to_string(r) + " of " + std::to_string(n), w.cache_options().retain_chunks(r), r);
+    add_cache("retain " + std::to_string(r) + " of " + std::to_string(n), w.cache_options().retain_chunks(r), r, 0);
   }
-  add_cache("retain_memory " + mib(budget) + " MiB", w.cache_options().retain_memory(budget), -1);
+  for (int64_t percent : s.budget_percents) {
+    const int64_t budget = activations * percent / 100;
+    add_cache("retain_memory " + std::to_string(percent) + "% (" + mib(budget) + " MiB)",
+              w.cache_options().retain_memory(budget), -1, budget);
+  }
   out.accumulate = make_step(w, {"accumulate", s.chunk});
   out.full = make_step(w, {"full", s.chunk});
   out.steps.push_back({"accumulate", [&w, &b, &out] { w.zero_grads(); out.accumulate(b); }});
   out.steps.push_back({"full", [&w, &b, &out] { w.zero_grads(); out.full(b); }});
-  out.retain_of.push_back(-2);
-  out.retain_of.push_back(-2);
+  for (int i = 0; i < 2; ++i) out.retain_of.push_back(-2), out.budget_of.push_back(0);
 }
 
-// Figures the summary reads off the rows.
-struct RetainSummary {
-  double half_ratio = NAN, half_ratio_cpu = NAN, half_ratio_min = NAN;  ///< half the chunks retained / accumulate
-  double all_over_full = NAN, all_over_full_min = NAN;                  ///< all retained / full
-};
+// One cache step against the cost model: measured and predicted cache / accumulate (CPU time;
+// the parts are timed in CPU time) and the same in wall time.
+// Also the cache's own steps (CPU time, means over all its calls) against the parts: step 1 =
+// F0 of the replayed chunks + F of the retained ones, step 2 = L, step 3 = F of the replayed
+// chunks + B: where a gap arises.
+void add_model_figures(const StepParts& parts, const std::vector<int64_t>& retained, const Timings& step,
+                       const Timings& accumulate, const RecordingGradCache& cache, Json& row) {
+  const auto c = parts.costs(Clock::cpu);
+  const double share = parts.retained_share(retained), calls = static_cast<double>(std::max<int64_t>(1, cache.steps));
+  row["cache_steps_cpu"] = Json{{"step1_s", cache.step1_cpu_s / calls},
+                                {"step2_s", cache.step2_cpu_s / calls},
+                                {"step3_s", cache.step3_cpu_s / calls},
+                                {"predicted_step1_s", (1 - share) * c.forward_no_grad + share * c.forward},
+                                {"predicted_step2_s", c.loss},
+                                {"predicted_step3_s", (1 - share) * c.forward + c.backward}};
+  const double measured = step.cpu_median() / accumulate.cpu_median();
+  const double measured_wall = step.wall_median() / accumulate.wall_median();
+  row["retained_share_of_f0"] = parts.retained_share(retained);
+  row["predicted"] = parts.predicted(Clock::cpu, retained);
+  row["measured_over_predicted"] = measured / row["predicted"].get<double>();
+  row["predicted_wall"] = parts.predicted(Clock::wall, retained);
+  row["measured_over_predicted_wall"] = measured_wall / row["predicted_wall"].get<double>();
+}
 
-Json retain_rows(const RetainSteps& rs, const std::vector<Timings>& times, const std::vector<int64_t>& peaks,
-                 int64_t n, int64_t budget, Table& table, RetainSummary& summary) {
+// The rows of the main table (the retain_chunks steps, accumulate, full) and of the budget
+// table, in the JSON's "rows" (a budget row has retain_memory_bytes).
+Json retain_rows(const RetainSteps& rs, const StepParts& parts, const std::vector<Timings>& times,
+                 const std::vector<int64_t>& peaks, Table& table, Table& budgets) {
   const size_t acc_i = rs.steps.size() - 2, full_i = rs.steps.size() - 1;
   Json rows = Json::array();
   for (size_t i = 0; i < rs.steps.size(); ++i) {
     const Json ratios = ratios_json(times[i], times[acc_i], times[full_i]);
-    auto ratio = [&](const char* key) { return ratios[key].get<double>(); };
-    std::string retained = "-";
+    auto ratio = [&](const char* key) { return fmt(ratios[key].get<double>(), 3); };
+    std::string retained = "-", predicted = "-", over = "-";
     Json row{{"step", rs.steps[i].name}};
     row.update(times[i].to_json());
     row.update(ratios);
@@ -102,23 +131,68 @@ Json retain_rows(const RetainSteps& rs, const std::vector<Timings>& times, const
       row["retain_chunks"] = rs.retain_of[i];
       row["retained_chunks"] = cache.retained_chunks;
       row["retained_bytes"] = cache.retained_bytes;
-      if (rs.retain_of[i] == n / 2) {
-        summary.half_ratio = ratio("over_accumulate");
-        summary.half_ratio_cpu = ratio("over_accumulate_cpu");
-        summary.half_ratio_min = ratio("over_accumulate_min");
-      }
-      if (rs.retain_of[i] == n) {
-        summary.all_over_full = ratio("over_full");
-        summary.all_over_full_min = ratio("over_full_min");
-      }
+      add_model_figures(parts, cache.retained_chunks, times[i], times[acc_i], cache, row);
+      predicted = fmt(row["predicted"].get<double>(), 3);
+      over = fmt(row["measured_over_predicted"].get<double>(), 3);
     }
-    if (rs.retain_of[i] == -1) row["retain_memory_bytes"] = budget;
+    if (rs.budget_of[i] > 0) {
+      row["retain_memory_bytes"] = rs.budget_of[i];
+      budgets.add({rs.steps[i].name, retained, ratio("over_accumulate_cpu"), predicted, over, mib(peaks[i]),
+                   mib(peaks[i] - peaks[acc_i])});
+    } else {
+      table.add({rs.steps[i].name, retained, fmt(times[i].wall_median() * 1e3, 1), ratio("over_accumulate"),
+                 ratio("over_full"), ratio("over_accumulate_min"), ratio("over_accumulate_cpu"), predicted, over,
+                 mib(peaks[i])});
+    }
     rows.push_back(row);
-    table.add({rs.steps[i].name, retained, fmt(times[i].wall_median() * 1e3, 1), fmt(times[i].wall_min() * 1e3, 1),
-               fmt(ratio("over_accumulate"), 3), fmt(ratio("over_full"), 3), fmt(ratio("over_accumulate_min"), 3),
-               fmt(ratio("over_full_min"), 3), fmt(ratio("over_accumulate_cpu"), 3), mib(peaks[i])});
   }
   return rows;
+}
+
+// The targets: measured / predicted with nothing and with half the chunks retained.
+Json model_targets(const RetainSettings& s, const Json& rows, int64_t n) {
+  Json targets = Json::array();
+  for (int64_t r : {int64_t{0}, n / 2}) {
+    for (const auto& row : rows) {
+      if (!row.contains("retain_chunks") || row["retain_chunks"].get<int64_t>() != r) continue;
+      const std::string what = r == 0 ? "nothing retained" : std::to_string(r) + " of " + std::to_string(n) + " retained";
+      targets.push_back(target("cache_over_accumulate measured / predicted (" + what + ", CPU time)",
+                               row["measured_over_predicted"].get<double>(), s.model_limit));
+      targets.back()["value_wall"] = row["measured_over_predicted_wall"];
+      targets.back()["measured"] = row["over_accumulate_cpu"];
+      targets.back()["predicted"] = row["predicted"];
+    }
+  }
+  return targets;
+}
+
+// The budget table's answer: the smallest budget whose step measured cache / accumulate <=
+// the goal (CPU time), and what the cost model says it needs.
+Json budget_answer(const RetainSettings& s, const Json& rows, const StepParts& parts, int64_t activations,
+                   int64_t accumulate_peak, std::string& text) {
+  const double share = gradcache::retained_share_for(parts.costs(Clock::cpu), s.budget_goal);
+  Json answer{{"goal", s.budget_goal}, {"predicted_retained_share_of_f0", share}};
+  text += "cost model: cache / accumulate <= " + fmt(s.budget_goal, 2) + " needs the retained chunks to make up " +
+          (std::isnan(share) ? std::string("more than all") : fmt(100 * share, 0) + "%") + " of F0\n";
+  const Json* best = nullptr;
+  for (const auto& row : rows) {
+    if (!row.contains("retain_memory_bytes") || row["over_accumulate_cpu"].get<double>() > s.budget_goal) continue;
+    if (!best || row["retain_memory_bytes"].get<int64_t>() < (*best)["retain_memory_bytes"].get<int64_t>()) best = &row;
+  }
+  if (!best) {
+    text += "no budget measured cache / accumulate <= " + fmt(s.budget_goal, 2) + "\n";
+    return answer;
+  }
+  const int64_t budget = (*best)["retain_memory_bytes"].get<int64_t>(), peak = (*best)["peak_bytes"].get<int64_t>();
+  answer["budget_bytes"] = budget;
+  answer["budget_fraction_of_activations"] = static_cast<double>(budget) / static_cast<double>(activations);
+  answer["over_accumulate_cpu"] = (*best)["over_accumulate_cpu"];
+  answer["peak_bytes"] = peak;
+  answer["peak_over_accumulate_bytes"] = peak - accumulate_peak;
+  text += "first budget with cache / accumulate <= " + fmt(s.budget_goal, 2) + ": " + (*best)["step"].get<std::string>() +
+          ", " + fmt((*best)["over_accumulate_cpu"].get<double>(), 3) + " measured; peak " + mib(peak) +
+          " MiB, " + mib(peak - accumulate_peak) + " MiB over accumulate's\n";
+  return answer;
 }
 
 }  // namespace
@@ -133,19 +207,23 @@ ScenarioResult run_retain(const RetainSettings& s, const CommonSettings& common)
   const std::vector<gradcache::ModelInput> inputs{b.queries, b.passages};
   const int64_t n = (s.batch + s.chunk - 1) / s.chunk;  // chunks per model
   const int64_t activations = activation_bytes(w, s, inputs);
-  const auto budget = static_cast<int64_t>(s.budget_fraction * static_cast<double>(activations));
   RetainSteps rs;
-  build_steps(w, s, b, inputs, n, budget, rs);
+  build_steps(w, s, b, inputs, n, activations, rs);
 
   // Peak memory of each step (this is also the first warm-up round).
   std::vector<int64_t> peaks;
   for (const auto& step : rs.steps) peaks.push_back(peak_bytes_of(step.run));
-  progress("retain: timing " + std::to_string(rs.steps.size()) + " configurations");
-  const auto times = time_interleaved(rs.steps, std::max<int64_t>(0, s.warmup - 1), s.reps);
-  Table table({"step", "retained q/p", "wall ms", "min ms", "/ accumulate", "/ full", "/ acc. (min)", "/ full (min)",
-               "/ acc. (CPU)", "peak MiB"});
-  RetainSummary sum;
-  const Json rows = retain_rows(rs, times, peaks, n, budget, table, sum);
+  StepParts parts(w, b, s.chunk);
+  std::vector<NamedStep> timed = rs.steps;
+  for (auto& part : parts.steps()) timed.push_back(std::move(part));
+  progress("retain: timing " + std::to_string(timed.size()) + " configurations and parts, interleaved");
+  const auto times = time_interleaved(timed, std::max<int64_t>(1, s.warmup), s.reps);
+  parts.discard_first(std::max<int64_t>(1, s.warmup));
+  w.zero_grads();
+  Table table({"step", "retained q/p", "wall ms", "/ accumulate", "/ full", "/ acc. (min)", "/ acc. (CPU)",
+               "predicted", "meas./pred.", "peak MiB"});
+  Table budgets({"budget", "retained q/p", "/ acc. (CPU)", "predicted", "meas./pred.", "peak MiB", "over acc. MiB"});
+  const Json rows = retain_rows(rs, parts, times, peaks, table, budgets);
 
   out.json["model"] = s.model.to_json();
   out.json["batch"] = s.batch;
@@ -153,28 +231,17 @@ ScenarioResult run_retain(const RetainSettings& s, const CommonSettings& common)
   out.json["chunks_per_model"] = n;
   out.json["activation_bytes"] = activations;
   out.json["rows"] = rows;
-  out.json["all_retained_over_full"] = sum.all_over_full;
-  out.json["all_retained_over_full_min"] = sum.all_over_full_min;
-  Json targets = Json::array();
-  if (!std::isnan(sum.half_ratio)) {
-    out.json["half_retained_over_accumulate"] = sum.half_ratio;
-    out.json["half_retained_over_accumulate_cpu"] = sum.half_ratio_cpu;
-    targets.push_back(target("cache_over_accumulate with half the chunks retained", sum.half_ratio, s.limit));
-    targets.back()["value_cpu"] = sum.half_ratio_cpu;
-    targets.back()["value_min"] = sum.half_ratio_min;
-  }
-  out.json["targets"] = targets;
-  const std::string best_of = "(best of " + std::to_string(s.reps) + ": ";
+  out.json["parts"] = parts.to_json();
+  out.json["targets"] = model_targets(s, rows, n);
   out.text = "retain: " + std::to_string(s.batch) + " pairs in " + std::to_string(n) + " chunks of " +
              std::to_string(s.chunk) + " per model; activations of the whole batch " + mib(activations) +
-             " MiB (measured); " + std::to_string(s.reps) + " interleaved repetitions, medians\n" + table.str();
-  if (!std::isnan(sum.all_over_full)) {
-    out.text += "all chunks retained / full: " + fmt(sum.all_over_full, 3) + " " + best_of +
-                fmt(sum.all_over_full_min, 3) + ")\n";
-  }
-  for (const auto& t : targets) {
-    out.text += target_line(t) + "  " + best_of + fmt(t["value_min"].get<double>(), 3) +
-                ", CPU time: " + fmt(t["value_cpu"].get<double>(), 3) + ")\n";
+             " MiB (measured); " + std::to_string(s.reps) + " interleaved repetitions (the parts of a step " +
+             "with them), medians; predicted: the cost model from the parts (CPU time)\n" + table.str() +
+             "memory budgets (retain_memory, % of the activations):\n" + budgets.str();
+  out.json["budget_for_goal"] = budget_answer(s, rows, parts, activations, peaks[peaks.size() - 2], out.text);
+  for (const auto& t : out.json["targets"]) {
+    out.text += target_line(t) + "  (" + fmt(t["measured"].get<double>(), 3) + " / " +
+                fmt(t["predicted"].get<double>(), 3) + "; wall time: " + fmt(t["value_wall"].get<double>(), 3) + ")\n";
   }
   (void)common;
   return out;

@@ -65,7 +65,7 @@ struct OverheadSettings {
   int64_t batch = 256, chunk = 64;
   int64_t reps = 7, warmup = 1;
   bool extras = true;  ///< also time a cache with 1 chunk retained per model and the InferenceMode idea
-  double limit = 1.25;
+  double model_limit = 1.05;  ///< measured / predicted cache / accumulate, nothing retained
   void add_options(OptionTable& table);
 };
 ScenarioResult run_overhead(const OverheadSettings& s, const CommonSettings& common);
@@ -75,8 +75,10 @@ struct RetainSettings {
   int64_t batch = 256, chunk = 64;  ///< 4 chunks per model: r = 0, 1, 2, 3, 4
   std::vector<int64_t> retain;      ///< empty: 0..n for n <= 8, else 0, n/4, n/2, 3n/4, n
   int64_t reps = 5, warmup = 1;
-  double budget_fraction = 0.5;  ///< retain_memory as a fraction of the batch's activations
-  double limit = 1.10;           ///< at half the chunks retained
+  /// retain_memory budgets, in percent of the batch's activations (the budget table)
+  std::vector<int64_t> budget_percents{15, 30, 45, 60, 75, 90};
+  double budget_goal = 1.2;   ///< the budget table names the first budget with cache / accumulate <= this
+  double model_limit = 1.05;  ///< measured / predicted, nothing and half the chunks retained
   void add_options(OptionTable& table);
 };
 ScenarioResult run_retain(const RetainSettings& s, const CommonSettings& common);

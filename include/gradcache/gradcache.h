@@ -3,6 +3,7 @@
 
 #include <gradcache/chunk_size.h>
 #include <gradcache/contrastive_loss.h>
+#include <gradcache/cost_model.h>
 #include <gradcache/errors.h>
 #include <gradcache/functional.h>
 #include <gradcache/grad_cache.h>
