@@ -23,7 +23,7 @@ inline uint64_t mix(uint64_t seed, uint64_t index) {
   return z ^ (z >> 31);
 }
 
-// Elements whose hash's top 32 bits fall below this are kept: P(keep) = (1-p) to within 2^-32.
+// Elements whose 32 bits of hash fall below this are kept: P(keep) = (1-p) to within 2^-32.
 uint64_t keep_threshold(double p) {
   const double t = std::floor((1.0 - p) * 4294967296.0);
   return t >= 4294967296.0 ? uint64_t{1} << 32 : static_cast<uint64_t>(t);
@@ -64,11 +64,22 @@ at::Tensor dropout_with_seed(const at::Tensor& input, uint64_t seed, double p) {
     const opmath_t scale = static_cast<opmath_t>(1.0 / (1.0 - p));
     const scalar_t* src = in.data_ptr<scalar_t>();
     scalar_t* dst = out.data_ptr<scalar_t>();
+    auto keep_and_scale = [&](int64_t i, uint64_t bits) {
+      dst[i] = static_cast<scalar_t>(static_cast<opmath_t>(src[i]) * (bits < threshold ? scale : opmath_t(0)));
+    };
+    // One hash decides two neighbours (its high and low 32 bits): elements 2k and 2k+1.
     at::parallel_for(0, in.numel(), 1 << 15, [&](int64_t begin, int64_t end) {
-      for (int64_t i = begin; i < end; ++i) {
-        const opmath_t keep = (mix(seed, static_cast<uint64_t>(i)) >> 32) < threshold ? scale : opmath_t(0);
-        dst[i] = static_cast<scalar_t>(static_cast<opmath_t>(src[i]) * keep);
+      int64_t i = begin;
+      if (i & 1) {  // a range that starts mid-pair (threads split anywhere)
+        keep_and_scale(i, mix(seed, static_cast<uint64_t>(i) >> 1) & 0xffffffffULL);
+        ++i;
       }
+      for (; i + 1 < end; i += 2) {
+        const uint64_t h = mix(seed, static_cast<uint64_t>(i) >> 1);
+        keep_and_scale(i, h >> 32);
+        keep_and_scale(i + 1, h & 0xffffffffULL);
+      }
+      if (i < end) keep_and_scale(i, mix(seed, static_cast<uint64_t>(i) >> 1) >> 32);
     });
   });
   return out;
