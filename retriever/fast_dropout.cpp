@@ -6,6 +6,7 @@
 #include <ATen/Parallel.h>
 #include <torch/autograd.h>
 
+#include <algorithm>
 #include <cmath>
 #include <mutex>
 
@@ -67,19 +68,21 @@ at::Tensor dropout_with_seed(const at::Tensor& input, uint64_t seed, double p) {
     auto keep_and_scale = [&](int64_t i, uint64_t bits) {
       dst[i] = static_cast<scalar_t>(static_cast<opmath_t>(src[i]) * (bits < threshold ? scale : opmath_t(0)));
     };
-    // One hash decides two neighbours (its high and low 32 bits): elements 2k and 2k+1.
-    at::parallel_for(0, in.numel(), 1 << 15, [&](int64_t begin, int64_t end) {
-      int64_t i = begin;
-      if (i & 1) {  // a range that starts mid-pair (threads split anywhere)
-        keep_and_scale(i, mix(seed, static_cast<uint64_t>(i) >> 1) & 0xffffffffULL);
-        ++i;
+    // One hash decides a pair of neighbours, elements 2k and 2k+1 (its high and low 32 bits);
+    // hashes are computed a block at a time, a loop the compiler vectorises.
+    const int64_t n = in.numel();
+    at::parallel_for(0, (n + 1) / 2, 1 << 14, [&](int64_t begin, int64_t end) {
+      constexpr int64_t kBlock = 256;
+      uint64_t hashes[kBlock];
+      for (int64_t first = begin; first < end; first += kBlock) {
+        const int64_t count = std::min(kBlock, end - first);
+        for (int64_t k = 0; k < count; ++k) hashes[k] = mix(seed, static_cast<uint64_t>(first + k));
+        for (int64_t k = 0; k < count; ++k) {
+          const int64_t i = 2 * (first + k);
+          keep_and_scale(i, hashes[k] >> 32);
+          if (i + 1 < n) keep_and_scale(i + 1, hashes[k] & 0xffffffffULL);
+        }
       }
-      for (; i + 1 < end; i += 2) {
-        const uint64_t h = mix(seed, static_cast<uint64_t>(i) >> 1);
-        keep_and_scale(i, h >> 32);
-        keep_and_scale(i + 1, h & 0xffffffffULL);
-      }
-      if (i < end) keep_and_scale(i, mix(seed, static_cast<uint64_t>(i) >> 1) >> 32);
     });
   });
   return out;
