@@ -69,7 +69,7 @@ at::Tensor dropout_with_seed(const at::Tensor& input, uint64_t seed, double p) {
       dst[i] = static_cast<scalar_t>(static_cast<opmath_t>(src[i]) * (bits < threshold ? scale : opmath_t(0)));
     };
     // One hash decides a pair of neighbours, elements 2k and 2k+1 (its high and low 32 bits);
-    // hashes are computed a block at a time, a loop the compiler vectorises.
+    // hashes are computed a block at a time, a loop the compiler can vectorise (faster here).
     const int64_t n = in.numel();
     at::parallel_for(0, (n + 1) / 2, 1 << 14, [&](int64_t begin, int64_t end) {
       constexpr int64_t kBlock = 256;
