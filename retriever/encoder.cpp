@@ -21,8 +21,8 @@ TransformerLayerImpl::TransformerLayerImpl(int64_t dim, int64_t heads, int64_t f
   out_ = register_module("out", torch::nn::Linear(dim, dim));
   ffn1_ = register_module("ffn1", torch::nn::Linear(dim, ffn_dim));
   ffn2_ = register_module("ffn2", torch::nn::Linear(ffn_dim, dim));
-  attn_drop_ = register_module("attn_drop", torch::nn::Dropout(dropout));
-  drop_ = register_module("drop", torch::nn::Dropout(dropout));
+  attn_drop_ = register_module("attn_drop", FastDropout(dropout));
+  drop_ = register_module("drop", FastDropout(dropout));
 }
 
 torch::Tensor TransformerLayerImpl::forward(const torch::Tensor& x, const torch::Tensor& key_mask) {

@@ -3,8 +3,9 @@
 
 #include <gradcache/model.h>
 
+#include "retriever/fast_dropout.h"
+
 #include <torch/nn/module.h>
-#include <torch/nn/modules/dropout.h>
 #include <torch/nn/modules/embedding.h>
 #include <torch/nn/modules/linear.h>
 #include <torch/nn/modules/normalization.h>
@@ -47,7 +48,7 @@ class TransformerLayerImpl : public torch::nn::Module {
   int64_t heads_;
   torch::nn::LayerNorm norm1_{nullptr}, norm2_{nullptr};
   torch::nn::Linear qkv_{nullptr}, out_{nullptr}, ffn1_{nullptr}, ffn2_{nullptr};
-  torch::nn::Dropout attn_drop_{nullptr}, drop_{nullptr};
+  FastDropout attn_drop_{nullptr}, drop_{nullptr};  // fast_dropout: masks as cheap as a multiply
 };
 TORCH_MODULE(TransformerLayer);
 
