@@ -205,7 +205,8 @@ void Run::build_step() {
                      .retain_memory(config_.retain_memory)
                      .precision(model_->precision())
                      .scaler(model_->scaler())
-                     .group(group_);
+                     .group(group_)
+                     .sharded_loss(model_->sharded_loss());
   auto& model = model_->model();
   step_ = make_training_step(model.query_model(), model.passage_model(), model_->loss(), options);
 }

@@ -4,6 +4,7 @@
 
 #include <gradcache/contrastive_loss.h>
 #include <gradcache/distributed.h>
+#include <gradcache/sharded_loss.h>
 
 #include <torch/torch.h>
 
@@ -39,6 +40,10 @@ TrainingModel::TrainingModel(const TrainConfig& config, const c10::Device& devic
     loss_ = SymmetricContrastiveLoss(options);
   } else {
     loss_ = SimpleContrastiveLoss(options);
+  }
+  if (group && group->world_size() > 1) {  // each rank computes its share: the loss's time and memory / W
+    sharded_loss_ = distributed::ShardedContrastiveLoss(
+        *group, StreamingLossOptions().temperature(config.temperature).symmetric(config.loss == "symmetric"));
   }
 }
 

@@ -41,6 +41,9 @@ class TrainingModel {
 
   BiEncoder& model() { return *model_; }
   const Loss& loss() const { return loss_; }
+  /// In a group of more than one: the same loss sharded across the ranks
+  /// (distributed::ShardedContrastiveLoss), for the cache and full steps; else undefined.
+  const Loss& sharded_loss() const { return sharded_loss_; }
   Precision precision() const { return precision_; }
   const std::shared_ptr<GradScaler>& scaler() const { return scaler_; }  ///< fp16 only
   torch::optim::AdamW& optimizer() { return *optimizer_; }
@@ -58,6 +61,7 @@ class TrainingModel {
   Precision precision_ = Precision::fp32;
   std::shared_ptr<GradScaler> scaler_;  // fp16 only: bf16 has fp32's exponent range
   Loss loss_;
+  Loss sharded_loss_;
 };
 
 }  // namespace retriever

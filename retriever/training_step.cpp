@@ -91,13 +91,20 @@ class DirectStep : public TrainingStep {
   c10::optional<distributed::GradientSynchronizer> synchronizer_;
 };
 
-// The whole batch in one pass per model. With a group the loss sees every rank's
-// representations, so every rank gets the same (global) loss and skips a non-finite one alike.
+// The loss of the batch of every rank: sharded when given, else over the gathered
+// representations. Either way every rank gets the same (global) loss value, and skips a
+// non-finite one alike.
+Loss whole_batch_loss(Loss loss, const StepOptions& options) {
+  if (!options.group()) return loss;
+  if (options.sharded_loss().defined()) return options.sharded_loss();
+  return distributed::gather_input_tensor(*options.group(), std::move(loss));
+}
+
+// The whole batch in one pass per model; with a group, the loss of every rank's batch.
 class FullStep : public DirectStep {
  public:
   FullStep(Model query_model, Model passage_model, Loss loss, StepOptions options)
-      : DirectStep(std::move(query_model), std::move(passage_model),
-                   options.group() ? distributed::gather_input_tensor(*options.group(), std::move(loss)) : std::move(loss),
+      : DirectStep(std::move(query_model), std::move(passage_model), whole_batch_loss(std::move(loss), options),
                    options) {}
 
   double run(const ModelInput& queries, const ModelInput& passages) override {
@@ -202,8 +209,9 @@ class CacheStep : public TrainingStep {
         options_.passage_chunk_size() > 0 ? options_.passage_chunk_size() : options_.chunk_size();
     std::vector<int64_t> chunk_sizes{options_.chunk_size(), passage_chunk};
     if (options_.group()) {
-      cache_ = std::make_unique<distributed::DistributedGradCache>(*options_.group(), models, chunk_sizes,
-                                                                   std::move(loss), cache_options);
+      cache_ = std::make_unique<distributed::DistributedGradCache>(
+          *options_.group(), models, chunk_sizes, whole_batch_loss(std::move(loss), options_), cache_options,
+          distributed::DistributedOptions().gather_inputs(false));  // whole_batch_loss gathers when it must
     } else {
       cache_ = std::make_unique<GradCache>(models, chunk_sizes, std::move(loss), cache_options);
     }

@@ -50,6 +50,11 @@ struct StepOptions {
   /// Data-parallel: the loss covers every rank's batch and the gradients are summed over the
   /// ranks, so that W ranks compute the gradients of one process with all W batches.
   TORCH_ARG(std::shared_ptr<distributed::ProcessGroup>, group) = nullptr;
+  /// With a group: the loss computed in shares by the ranks themselves
+  /// (distributed::ShardedContrastiveLoss), which the cache and full steps then use instead of
+  /// gathering every rank's representations for the loss; accumulate keeps the loss (each
+  /// rank's sub-batch is its own). Undefined: gather.
+  TORCH_ARG(Loss, sharded_loss);
 };
 
 /// Accumulates into the parameters' gradients those of the contrastive loss of one batch.

@@ -9,6 +9,7 @@
 #include <ATen/ATen.h>
 #include <ATen/core/ivalue.h>
 #include <c10/core/GradMode.h>
+#include <c10/util/accumulate.h>
 #include <torch/csrc/autograd/custom_function.h>
 #include <torch/custom_class.h>
 
@@ -44,11 +45,17 @@ struct Ring : torch::CustomClassHolder {
     return std::accumulate(rows.begin(), rows.begin() + r, int64_t{0});
   }
   // Sends `out` on, receives the previous rank's tensor of `rows` rows (trailing shape of `out`).
-  std::pair<ProcessGroup::Pending, at::Tensor> shift(const at::Tensor& out, int64_t rows, int tag) const {
+  // `spare`, when given and large enough, is memory no longer needed that receives it.
+  std::pair<ProcessGroup::Pending, at::Tensor> shift(const at::Tensor& out, int64_t rows, int tag,
+                                                     const at::Tensor& spare = {}) const {
     if (world() == 1) return {ProcessGroup::Pending(nullptr), out};  // a ring of one: the block stays
     auto shape = out.sizes().vec();
     shape[0] = rows;
-    auto in = at::empty(shape, out.options());
+    const int64_t numel = c10::multiply_integers(shape);
+    auto in = spare.defined() && spare.is_contiguous() && spare.scalar_type() == out.scalar_type() &&
+                      spare.numel() >= numel
+                  ? spare.view({-1}).narrow(0, 0, numel).view(shape)
+                  : at::empty(shape, out.options());
     return {group.shift_ring_async(out, in, tag), in};
   }
 };
@@ -149,13 +156,13 @@ struct RingLogSumExp : public torch::autograd::Function<RingLogSumExp> {
       const auto lse_c = g_col.defined() ? block.select(1, d) : at::Tensor();
       const auto g_c = g_col.defined() ? block.select(1, d + 1) : at::Tensor();
       detail::backprop_score_tiles(qs, rows, ctx->saved_data["tile"].toInt(), row_lse, g_row, lse_c, g_c, dq, dp);
-      auto [sent, received] = ring->shift(dp, ring->passage_rows[next_owner], kSumsTag);  // home after W shifts
+      if (!last) prefetch.first.wait();  // the block has gone on: its memory receives the next gradient
+      const bool block_is_input = block.data_ptr() == p.data_ptr();
+      auto [sent, received] = ring->shift(dp, ring->passage_rows[next_owner], kSumsTag,  // home after W shifts
+                                          block_is_input ? at::Tensor() : block);
       sent.wait();
       dp = received;
-      if (!last) {
-        prefetch.first.wait();
-        block = prefetch.second;
-      }
+      if (!last) block = prefetch.second;
     }
     // This rank's share of the temperature's gradient; SharedAcrossRanks sums the shares.
     const auto dtau = ((qs * dq).sum() * inv_tau).neg_().reshape(tau.sizes()).to(tau.scalar_type());
