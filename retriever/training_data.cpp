@@ -4,7 +4,10 @@
 
 #include <gradcache/distributed.h>
 
+#include <torch/torch.h>
+
 #include <chrono>
+#include <cstring>
 #include <numeric>
 #include <random>
 #include <stdexcept>
@@ -48,6 +51,19 @@ TrainingData::TrainingData(const TrainConfig& config, const TokenizerSource& tok
   if (task.dev && share_.rank == 0) dev_set_ = tokenize(*task.dev);
 }
 
+namespace {
+
+// Rank 0's `bytes` on every rank (the others pass ""): sent over the group, so that ranks on
+// other machines need no shared file system.
+std::string bytes_of_rank_zero(const distributed::ProcessGroup& group, const std::string& bytes) {
+  auto local = torch::empty({static_cast<int64_t>(bytes.size())}, torch::kUInt8);
+  if (!bytes.empty()) std::memcpy(local.data_ptr(), bytes.data(), bytes.size());
+  const auto all = group.all_gather_rows(local).contiguous();  // only rank 0 has rows
+  return std::string(static_cast<const char*>(all.data_ptr()), static_cast<size_t>(all.numel()));
+}
+
+}  // namespace
+
 void TrainingData::load_tokenizer(const TaskData& task, const TokenizerSource& source,
                                   const std::function<void(const std::string&)>& log) {
   if (source.saved) {
@@ -58,9 +74,8 @@ void TrainingData::load_tokenizer(const TaskData& task, const TokenizerSource& s
     tokenizer_ = Tokenizer::load(config_.tokenizer);
     return;
   }
-  if (share_.rank != 0) {  // rank 0 trains it (deterministic, but once is enough)
-    source.group->barrier();
-    tokenizer_ = Tokenizer::load(source.trained_path);
+  if (share_.rank != 0) {  // rank 0 trains it (deterministic, but once is enough) and sends it
+    tokenizer_ = Tokenizer::from_serialized(bytes_of_rank_zero(*source.group, ""));
     return;
   }
   std::vector<std::string> texts;
@@ -76,7 +91,7 @@ void TrainingData::load_tokenizer(const TaskData& task, const TokenizerSource& s
   log("trained a " + std::to_string(tokenizer_->vocab_size()) + "-piece tokenizer in " +
       std::to_string(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count()).substr(0, 4) +
       " s");
-  if (source.group) source.group->barrier();
+  if (source.group) bytes_of_rank_zero(*source.group, tokenizer_->serialized());
 }
 
 // Token ids of every query, and of every distinct passage once.
