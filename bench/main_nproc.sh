@@ -11,7 +11,7 @@ out=docs/main_nproc.log
   for n in 1 auto; do
     echo "\$ bash scripts/main.sh --nproc $n   # $(date -u +%Y-%m-%dT%H:%MZ), load average $(cut -d' ' -f1 /proc/loadavg)"
     SECONDS=0
-    bash scripts/main.sh --nproc "$n" 2>&1 | grep -v '^\s*$' | tail -n 14
+    bash scripts/main.sh --nproc "$n" 2>&1 | grep -v '^ninja'
     echo "wall: ${SECONDS} s (--nproc $n)"
     echo
   done
