@@ -24,6 +24,8 @@
 #   negatives    docs/negatives.md + .json: in-batch vs BM25 vs dense-mined negatives, 3 seeds
 #                (bash bench/negatives.sh; about 40 min; not in the default list)
 #   sorting      docs/length_sorting.json: the program with and without length sorting (2 min)
+#   nproc        docs/main_nproc.log: the main job with --nproc 1 and --nproc auto (bench/main_nproc.sh;
+#                10 min; not in the default list)
 #   main         docs/main_job.log: the README's main job, `bash scripts/main.sh` (4-6 min)
 #   shape        docs/code_shape.json: function and file lengths, the lines of one cache step
 #
@@ -82,6 +84,8 @@ for part in "${parts[@]}"; do
       bash bench/negatives.sh --out "runs/negatives-$(date +%Y%m%d-%H%M%S)" ;;
     sorting)
       python3 bench/length_sorting.py --out docs/length_sorting.json ;;
+    nproc)
+      bash bench/main_nproc.sh >/dev/null ;;
     main)
       # The main job exactly as the README's first command runs it, into a fresh run directory.
       { echo "\$ bash scripts/main.sh   # $(date -u +%Y-%m-%dT%H:%MZ), load average $(cut -d' ' -f1 /proc/loadavg)"
