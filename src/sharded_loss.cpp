@@ -64,18 +64,10 @@ c10::intrusive_ptr<Ring> ring_of(AutogradContext* ctx) {
   return c10::static_intrusive_pointer_cast<Ring>(ctx->saved_data["ring"].toCapsule());
 }
 
-// Whether any rank passed true (one all-reduce).
-bool any_rank_true(const ProcessGroup& group, bool local) {
-  std::vector<at::Tensor> flag{
-      at::full({1}, local ? 1.0 : 0.0, at::TensorOptions(at::kFloat).device(group.options().device()))};
-  group.all_reduce_sum(flag);
-  return flag[0].item<float>() > 0;
-}
-
 // Every rank throws together (a rank that stopped alone would leave the others waiting in the
 // ring): with its own tile named where the bad scores are local.
 void check_tiles_on_every_rank(const detail::TileChecks& checks, const ProcessGroup& group) {
-  if (!any_rank_true(group, !checks.ok())) return;
+  if (!any_rank(group)(!checks.ok())) return;
   checks.check();
   throw NonFiniteLossError(std::string(kWho) + ": a score is NaN or infinite on another rank; nothing was "
                            "backpropagated. The scores q p^T / temperature overflow: use a larger temperature, "
