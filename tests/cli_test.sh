@@ -54,7 +54,16 @@ grep -q '"recall@10"' "$work/eval.json" || fail "eval --json printed no recall@1
 # the entry, without LibTorch's backtrace, and leave it as it is.
 cp -r "$work/run" "$work/damaged"
 ckpt="$work/damaged/checkpoint.pt"
-offset=$(( $(stat -c %s "$ckpt") / 2 ))  # the weights fill most of the file
+# The middle of the largest entry's data (the file's middle may fall in a header's padding).
+offset=$(python3 - "$ckpt" <<'EOF'
+import struct, sys, zipfile
+entry = max(zipfile.ZipFile(sys.argv[1]).infolist(), key=lambda e: e.compress_size)
+with open(sys.argv[1], "rb") as f:
+    f.seek(entry.header_offset)
+    name_size, extra_size = struct.unpack("<HH", f.read(30)[26:30])
+print(entry.header_offset + 30 + name_size + extra_size + entry.compress_size // 2)
+EOF
+) || fail "cannot find the largest entry of $ckpt"
 byte=$(od -An -tu1 -j "$offset" -N1 "$ckpt" | tr -d ' ')
 printf "\\$(printf %03o $(( (byte + 1) % 256 )))" | dd of="$ckpt" bs=1 seek="$offset" conv=notrunc 2>/dev/null
 cp "$ckpt" "$work/damaged.pt"
