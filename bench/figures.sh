@@ -23,6 +23,9 @@
 #                test split, with a --quick model (gradcache-search-bench; 3 min)
 #   negatives    docs/negatives.md + .json: in-batch vs BM25 vs dense-mined negatives, 3 seeds
 #                (bash bench/negatives.sh; about 40 min; not in the default list)
+#   matryoshka   docs/matryoshka.md + .json: one --matryoshka 64,32,16 encoder at each prefix vs
+#                encoders trained at 64, 32, 16 alone, same budget (bash bench/matryoshka.sh; about
+#                15 min; not in the default list)
 #   sorting      docs/length_sorting.json: the program with and without length sorting (2 min)
 #   nproc        docs/main_nproc.log: the main job with --nproc 1 and --nproc auto (bench/main_nproc.sh;
 #                10 min; not in the default list)
@@ -82,6 +85,8 @@ for part in "${parts[@]}"; do
       rm -rf "$run" ;;
     negatives)
       bash bench/negatives.sh --out "runs/negatives-$(date +%Y%m%d-%H%M%S)" ;;
+    matryoshka)
+      bash bench/matryoshka.sh --out "runs/matryoshka-$(date +%Y%m%d-%H%M%S)" ;;
     sorting)
       python3 bench/length_sorting.py --out docs/length_sorting.json ;;
     nproc)

@@ -3,6 +3,7 @@
 #include "retriever/device.h"
 #include "retriever/embeddings.h"
 #include "retriever/evaluate.h"
+#include "retriever/matryoshka_settings.h"
 #include "retriever/staged_directory.h"
 #include "retriever/text_data.h"
 #include "retriever/text_encoder.h"
@@ -38,6 +39,11 @@ SettingsTable<EncodeSettings> make_encode_settings() {
   t.add(field("device", &S::device, "--device", "cpu, cuda, ...").checked(existing_device()));
   t.add(field("on_bad_line", &S::on_bad_line, "--on-bad-line", "error or skip").checked(one_of({"error", "skip"})));
   t.add(field("overwrite", &S::overwrite, "--overwrite", "Replace an existing embeddings directory").as_switch());
+  t.add(field("dim", &S::dim, "--dim",
+              "Write the first M dimensions of each embedding (re-normalised when the model normalises), e.g. a "
+              "prefix of a --matryoshka run (0: all)")
+            .hint("M")
+            .checked(at_least(0)));
   t.add_check([](const S& s) {
     return s.run.empty() == s.model.empty() ? "give one of --run (a training run) and --model (an export directory)"
                                             : "";
@@ -61,7 +67,10 @@ at::Tensor encode_shard(const gradcache::Model& model, const TextEncoder& encode
     parts.push_back(encode_all(model, part, s.batch_size, c10::Device(s.device), control.stop).to(torch::kCPU));
     rows_done(static_cast<int64_t>(end));
   }
-  return torch::cat(parts, 0);
+  auto embeddings = torch::cat(parts, 0);
+  if (s.dim <= 0) return embeddings;
+  check_prefix_dim(s.dim, embeddings.size(1), "--dim");
+  return gradcache::matryoshka_prefix(embeddings, s.dim, encoder.normalize).contiguous();
 }
 
 }  // namespace
@@ -106,6 +115,7 @@ EncodeReport encode_corpus(const EncodeSettings& s, const EncodeControl& control
     for (const auto& example : stats.skipped_examples) control.log("  " + example);
   }
   const auto manifest = writer.finish({{"side", s.side},
+                                       {"prefix_dim", s.dim > 0 ? nlohmann::json(s.dim) : nlohmann::json(nullptr)},
                                        {"normalize", encoder.normalize},
                                        {"max_len", max_len},
                                        {"model", encoder.source},

@@ -25,6 +25,7 @@ struct EncodeSettings {
   std::string device = "cpu";
   std::string on_bad_line = "error";  ///< "error" | "skip"
   bool overwrite = false;           ///< replace an existing embeddings directory
+  int64_t dim = 0;                  ///< > 0: write the first dim dimensions (Matryoshka prefix)
 };
 
 /// The table every setting of EncodeSettings is declared in (the CLI's flags).

@@ -3,12 +3,15 @@
 #include "retriever/batching.h"
 #include "retriever/search.h"
 
+#include <gradcache/matryoshka_loss.h>
+
 #include <torch/torch.h>
 
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <numeric>
+#include <stdexcept>
 #include <string>
 
 namespace gradcache {
@@ -65,22 +68,36 @@ double seconds_since(std::chrono::steady_clock::time_point start) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
 
-}  // namespace
-
-DenseEvaluation evaluate_dense(BiEncoder& model, const TokenizedEvalSet& data, const EvalOptions& options) {
-  // No dropout while encoding; the caller's mode comes back even if encoding throws.
+// The corpus's and the queries' embeddings, without dropout.
+std::pair<at::Tensor, at::Tensor> encode_eval_set(BiEncoder& model, const TokenizedEvalSet& data,
+                                                  const EvalOptions& options) {
+  // The caller's mode comes back even if encoding throws.
   struct ModeGuard {
     BiEncoder& model;
     bool training;
     ~ModeGuard() { model.train(training); }
   } restore{model, model.is_training()};
   model.train(false);
-  DenseEvaluation out;
-  auto start = std::chrono::steady_clock::now();
   auto docs = encode_all(model.passage_model(), data.corpus, options.batch_size, options.device, options.stop);
   auto queries = encode_all(model.query_model(), data.queries, options.batch_size, options.device, options.stop);
-  out.encode_seconds = seconds_since(start);
-  start = std::chrono::steady_clock::now();
+  return {docs, queries};
+}
+
+// The first options.prefix_dim dimensions (all when 0).
+at::Tensor prefix_of(const at::Tensor& embeddings, const EvalOptions& options) {
+  if (options.prefix_dim <= 0) return embeddings;
+  if (options.prefix_dim > embeddings.size(1)) {
+    throw std::invalid_argument("prefix dimension " + std::to_string(options.prefix_dim) +
+                                " is larger than the embeddings' width " + std::to_string(embeddings.size(1)));
+  }
+  return gradcache::matryoshka_prefix(embeddings, options.prefix_dim, options.normalize_prefix).contiguous();
+}
+
+// Ranks the corpus for every query and scores the ranking.
+void search_and_score(const at::Tensor& all_docs, const at::Tensor& all_queries, const TokenizedEvalSet& data,
+                      const EvalOptions& options, DenseEvaluation& out) {
+  const auto docs = prefix_of(all_docs, options), queries = prefix_of(all_queries, options);
+  auto start = std::chrono::steady_clock::now();
   const DenseIndex index(docs, options.index);
   out.index = index.describe();
   out.index_seconds = seconds_since(start);
@@ -95,6 +112,32 @@ DenseEvaluation evaluate_dense(BiEncoder& model, const TokenizedEvalSet& data, c
     const int64_t width = top.indices.size(1);
     out.recall_vs_exact_at_10 = recall_against(top, exact, std::min<int64_t>(10, width));
     if (width >= 100) out.recall_vs_exact_at_100 = recall_against(top, exact, 100);
+  }
+}
+
+}  // namespace
+
+DenseEvaluation evaluate_dense(BiEncoder& model, const TokenizedEvalSet& data, const EvalOptions& options) {
+  DenseEvaluation out;
+  const auto start = std::chrono::steady_clock::now();
+  const auto [docs, queries] = encode_eval_set(model, data, options);
+  out.encode_seconds = seconds_since(start);
+  search_and_score(docs, queries, data, options, out);
+  return out;
+}
+
+std::vector<PrefixMetrics> evaluate_prefixes(BiEncoder& model, const TokenizedEvalSet& data,
+                                             const EvalOptions& options, const std::vector<int64_t>& dims,
+                                             bool normalize) {
+  const auto [docs, queries] = encode_eval_set(model, data, options);
+  std::vector<PrefixMetrics> out;
+  for (int64_t dim : dims) {
+    EvalOptions prefix = options;
+    prefix.prefix_dim = dim;
+    prefix.normalize_prefix = normalize;
+    DenseEvaluation evaluation;
+    search_and_score(docs, queries, data, prefix, evaluation);
+    out.push_back({dim, evaluation.metrics});
   }
   return out;
 }

@@ -60,6 +60,10 @@ struct EvalOptions {
   DenseIndexOptions index;
   /// Set (to a signal number) from elsewhere to stop between encoding batches: EvalStopped.
   const std::atomic<int>* stop = nullptr;
+  /// > 0: rank with the embeddings' first prefix_dim dimensions only (Matryoshka
+  /// representations), re-normalised when normalize_prefix (the encoder normalises).
+  int64_t prefix_dim = 0;
+  bool normalize_prefix = false;
 };
 
 /// A dense evaluation and how its search went.
@@ -76,6 +80,12 @@ struct DenseEvaluation {
 /// Encodes the corpus and the queries, ranks the corpus for every query with the index
 /// options.index describes, and computes Recall@1/10/100, MRR@10 and nDCG@10.
 DenseEvaluation evaluate_dense(BiEncoder& model, const TokenizedEvalSet& data, const EvalOptions& options = {});
+
+/// Encodes once, then evaluates the first `dims` dimensions of the embeddings each (as
+/// evaluate_dense with options.prefix_dim = dim, options.normalize_prefix = `normalize`).
+std::vector<PrefixMetrics> evaluate_prefixes(BiEncoder& model, const TokenizedEvalSet& data,
+                                             const EvalOptions& options, const std::vector<int64_t>& dims,
+                                             bool normalize);
 
 /// evaluate_dense(...).metrics.
 RetrievalMetrics evaluate(BiEncoder& model, const TokenizedEvalSet& data, const EvalOptions& options = {});

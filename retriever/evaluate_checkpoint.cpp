@@ -3,6 +3,7 @@
 #include "retriever/checkpoint.h"
 #include "retriever/device.h"
 #include "retriever/evaluate.h"
+#include "retriever/matryoshka_settings.h"
 #include "retriever/search_settings.h"
 #include "retriever/task.h"
 #include "retriever/text_encoder.h"
@@ -43,6 +44,11 @@ SettingsTable<EvalSettings> make_eval_settings() {
   t.add(field("device", &S::device, "--device", "cpu, cuda, ...").checked(existing_device()));
   t.add(field("threads", &S::threads, "--threads", "Intra-op threads (0: 1)").checked(at_least(0)));
   t.add(field("quick", &S::quick, "--quick", "A small subset of the WordNet split (smoke tests)").as_switch());
+  t.add(field("dim", &S::dim, "--dim",
+              "Evaluate the embeddings' first M dimensions only (re-normalised when the model normalises), e.g. a "
+              "prefix of a --matryoshka run (0: all)")
+            .hint("M")
+            .checked(at_least(0)));
   add_search_settings(t);
   t.add_check([](const S& s) {
     const int given = !s.corpus.empty() + !s.queries.empty() + !s.qrels.empty();
@@ -90,8 +96,16 @@ EvalReport evaluate_checkpoint(const EvalSettings& s, const EvalControl& control
   options.stop = control.stop;
   options.index = s.index;
   options.index.threads = s.threads > 0 ? s.threads : 1;
+  const bool normalizes = encoder_normalizes(info.config);
+  if (s.dim > 0) {
+    if (output_width(info.config) > 0) check_prefix_dim(s.dim, output_width(info.config), "--dim");
+    options.prefix_dim = report.dim = s.dim;
+    options.normalize_prefix = normalizes;
+  }
   report.dense = evaluate_dense(model, set, options);
   report.metrics = report.dense.metrics;
+  const auto prefix_dims = parse_dim_list(info.config.matryoshka, "--matryoshka");
+  if (s.dim == 0 && !prefix_dims.empty()) report.prefixes = evaluate_prefixes(model, set, options, prefix_dims, normalizes);
   if (s.eval_bm25) {
     Bm25Options bm25;
     bm25.k1 = s.bm25_k1;

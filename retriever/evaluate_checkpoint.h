@@ -11,6 +11,7 @@
 #include <functional>
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace gradcache {
 namespace retriever {
@@ -30,6 +31,7 @@ struct EvalSettings {
   bool eval_bm25 = true;                     ///< also rank with BM25 (the baseline row)
   std::string bm25_index;                    ///< BM25 database directory ("" = temporary)
   double bm25_k1 = 0.9, bm25_b = 0.4;        ///< BM25 parameters (Anserini's defaults)
+  int64_t dim = 0;                           ///< > 0: evaluate the embeddings' first dim dimensions only
 };
 
 /// The table every setting of EvalSettings is declared in.
@@ -43,6 +45,8 @@ struct EvalReport {
   RetrievalMetrics metrics;
   DenseEvaluation dense;                 ///< how the search went (index, recall vs exact)
   std::optional<Bm25Evaluation> bm25;    ///< the BM25 baseline (with --eval-bm25)
+  int64_t dim = 0;                       ///< --dim: the prefix width `metrics` are of (0: all)
+  std::vector<PrefixMetrics> prefixes;   ///< a --matryoshka run without --dim: each prefix width
 };
 
 /// How evaluate_checkpoint reports as it goes, and how it is stopped.

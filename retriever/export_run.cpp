@@ -3,6 +3,7 @@
 #include "retriever/batching.h"
 #include "retriever/checkpoint.h"
 #include "retriever/files.h"
+#include "retriever/matryoshka_settings.h"
 #include "retriever/script_encoder.h"
 #include "retriever/staged_directory.h"
 #include "retriever/text_encoder.h"
@@ -28,6 +29,11 @@ SettingsTable<ExportSettings> make_export_settings() {
   t.add(field("side", &S::side, "--side", "Encoders to export from an untied run: both, query or passage")
             .checked(one_of({"both", "query", "passage"})));
   t.add(field("overwrite", &S::overwrite, "--overwrite", "Replace an existing export directory").as_switch());
+  t.add(field("dim", &S::dim, "--dim",
+              "The exported models return the first M dimensions of the embeddings (re-normalised when the model "
+              "normalises), e.g. a prefix of a --matryoshka run (0: all)")
+            .hint("M")
+            .checked(at_least(0)));
   return t;
 }
 
@@ -43,15 +49,41 @@ TokenBatch probe_batch(int64_t vocab_size, int64_t max_len) {
   return pad_batch(tokens, {0, 1, 2});
 }
 
-// The module in `bytes`, loaded back, must give what `model` gives on `probe`; returns its dimension.
+// `encoder` (TorchScript, returning [B, d] or [B, T, d]) followed by the first `dim` columns of
+// its embeddings, re-normalised when `normalize`: what matryoshka_prefix computes, op for op.
+torch::jit::Module prefix_encoder(const torch::jit::Module& encoder, int64_t dim, bool normalize) {
+  auto unit = std::make_shared<torch::jit::CompilationUnit>();
+  torch::jit::Module m(c10::QualifiedName("__torch__.gradcache.PrefixEncoder"), unit, /*shouldMangle=*/true);
+  m.register_attribute("training", c10::BoolType::get(), false);
+  m.register_module("encoder", encoder);
+  m.register_attribute("dim", c10::IntType::get(), dim);
+  std::string source =
+      "def forward(self, input_ids, attention_mask):\n"
+      "    out = self.encoder.forward(input_ids, attention_mask)\n"
+      "    if out.dim() == 3:\n"
+      "        m = (attention_mask != 0).unsqueeze(-1).to(out.dtype)\n"
+      "        out = (out * m).sum(1) / m.sum(1).clamp_min(1.0)\n"
+      "    if out.size(1) == self.dim:\n"
+      "        return out\n"
+      "    out = out[:, :self.dim]\n";
+  if (normalize) source += "    out = out / out.norm(2, [1], True).clamp_min(1e-12)\n";
+  source += "    return out\n";
+  m.define(source);
+  m.eval();
+  return m;
+}
+
+// The module in `bytes`, loaded back, must give what `model` gives on `probe` (its first
+// `dim` dimensions when dim > 0); returns its dimension.
 int64_t check_exported(const std::string& bytes, const gradcache::Model& model, const TokenBatch& probe,
-                       const std::string& name) {
+                       const std::string& name, int64_t dim, bool normalize) {
   std::istringstream in(bytes);
   auto module = torch::jit::load(in);
   module.eval();
   torch::NoGradGuard no_grad;
   const auto exported = call_script_encoder(module, probe);
-  const auto expected = model(gradcache::ModelInput(probe)).toTensor();
+  auto expected = model(gradcache::ModelInput(probe)).toTensor();
+  if (dim > 0) expected = gradcache::matryoshka_prefix(expected, dim, normalize);
   const double error = (exported - expected).abs().max().item<double>();
   TORCH_CHECK(exported.sizes() == expected.sizes() && error <= 1e-5, "export: ", name,
               " does not reproduce the run's encoder (largest difference ", error,
@@ -63,6 +95,15 @@ std::string module_bytes(torch::jit::Module module) {
   std::ostringstream out;
   module.save(out);
   return out.str();
+}
+
+// The module in `bytes`, loaded, after checking that --dim fits the width `model` gives.
+torch::jit::Module loaded_prefix_base(const std::string& bytes, const gradcache::Model& model, const TokenBatch& probe,
+                                      int64_t dim) {
+  torch::NoGradGuard no_grad;
+  check_prefix_dim(dim, model(gradcache::ModelInput(probe)).toTensor().size(1), "--dim");
+  std::istringstream in(bytes);
+  return torch::jit::load(in);
 }
 
 }  // namespace
@@ -84,6 +125,7 @@ nlohmann::json export_run(const ExportSettings& s) {
   const auto scripts = model.torchscript_bytes();  // a TorchScript run's modules, with the trained weights
   const int64_t vocab = scripts.empty() ? model.builtin_encoders()[0]->options().vocab_size() : tokenizer.vocab_size();
   const auto probe = probe_batch(vocab, std::min(config.query_max_len, config.passage_max_len));
+  const bool builtin = scripts.empty(), normalize = builtin && config.normalize;
   nlohmann::json models = nlohmann::json::object();
   int64_t dim = 0;
   for (const std::string side : {"query", "passage"}) {
@@ -92,13 +134,15 @@ nlohmann::json export_run(const ExportSettings& s) {
     const std::string file = model.tied() ? "model.pt" : side + ".pt";
     models[side] = file;
     if (model.tied() && side == "passage" && models.contains("query")) continue;  // written once
-    const std::string bytes = scripts.empty() ? module_bytes(script_encoder(*model.builtin_encoders()[index].ptr()))
-                                              : scripts[index];
-    dim = check_exported(bytes, side == "query" ? model.query_model() : model.passage_model(), probe, file);
+    const auto& side_model = side == "query" ? model.query_model() : model.passage_model();
+    std::string bytes = scripts.empty() ? module_bytes(script_encoder(*model.builtin_encoders()[index].ptr()))
+                                        : scripts[index];
+    if (s.dim > 0) bytes = module_bytes(prefix_encoder(loaded_prefix_base(bytes, side_model, probe, s.dim), s.dim,
+                                                       normalize));
+    dim = check_exported(bytes, side_model, probe, file, s.dim, normalize);
     write_file_atomic(out.path(file), bytes);
   }
   write_file_atomic(out.path("tokenizer.model"), info.tokenizer);
-  const bool builtin = scripts.empty();
   nlohmann::json description = {
       {"format", "gradcache-export"},
       {"version", 1},
@@ -107,7 +151,8 @@ nlohmann::json export_run(const ExportSettings& s) {
       {"query_max_len", config.query_max_len},
       {"passage_max_len", config.passage_max_len},
       {"dim", dim},
-      {"normalize", builtin && config.normalize},
+      {"normalize", normalize},
+      {"prefix_dim", s.dim > 0 ? nlohmann::json(s.dim) : nlohmann::json(nullptr)},
       {"encoder", builtin ? "builtin" : "torchscript"},
       {"tied", model.tied()},
       {"inputs", "forward(input_ids [B, T] int64, attention_mask [B, T] int64: 1 = token, 0 = padding (id 0))"},

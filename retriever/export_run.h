@@ -8,7 +8,7 @@
 //   DIR/export.json      {"format": "gradcache-export", "version": 1, "models": {"query": file,
 //                         "passage": file}, "tokenizer", "query_max_len", "passage_max_len",
 //                         "dim", "normalize", "encoder": "builtin" | "torchscript", "tied",
-//                         "source": {"checkpoint", "step"}}
+//                         "prefix_dim" (--dim M, else null), "source": {"checkpoint", "step"}}
 //
 // Each .pt is a TorchScript module: forward(input_ids [B, T] int64, attention_mask [B, T]
 // int64 (1 = token, 0 = padding)) -> [B, dim] (the built-in encoder's is script_encoder();
@@ -29,6 +29,7 @@ struct ExportSettings {
   std::string output;         ///< the export directory
   std::string side = "both";  ///< both | query | passage
   bool overwrite = false;     ///< replace an existing export directory
+  int64_t dim = 0;            ///< > 0: the modules return the first dim dimensions (Matryoshka prefix)
 };
 
 /// The table every setting of ExportSettings is declared in (the CLI's flags).

@@ -110,4 +110,21 @@ std::string format_metrics_table(const std::vector<std::pair<std::string, Retrie
   return table;
 }
 
+nlohmann::json to_json(const std::vector<PrefixMetrics>& prefixes) {
+  auto list = nlohmann::json::array();
+  for (const auto& p : prefixes) {
+    auto j = to_json(p.metrics);
+    j["dim"] = p.dim;
+    list.push_back(j);
+  }
+  return list;
+}
+
+std::vector<std::pair<std::string, RetrievalMetrics>> prefix_rows(const std::string& name,
+                                                                 const std::vector<PrefixMetrics>& prefixes) {
+  std::vector<std::pair<std::string, RetrievalMetrics>> rows;
+  for (const auto& p : prefixes) rows.emplace_back(name + " @" + std::to_string(p.dim), p.metrics);
+  return rows;
+}
+
 }  // namespace gradcache::retriever

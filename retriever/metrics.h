@@ -39,4 +39,17 @@ RetrievalMetrics metrics_from_json(const nlohmann::json& j);
 /// {"trained", m1}. Every line ends with '\n'.
 std::string format_metrics_table(const std::vector<std::pair<std::string, RetrievalMetrics>>& rows);
 
+/// The metrics of one prefix width of the embeddings (Matryoshka representations).
+struct PrefixMetrics {
+  int64_t dim = 0;
+  RetrievalMetrics metrics;
+};
+
+/// [{"dim": 64, "recall@10": ..., ...}, ...]: the prefixes in summary.json and eval --json.
+nlohmann::json to_json(const std::vector<PrefixMetrics>& prefixes);
+
+/// Rows for format_metrics_table: "`name` @dim" per prefix.
+std::vector<std::pair<std::string, RetrievalMetrics>> prefix_rows(const std::string& name,
+                                                                 const std::vector<PrefixMetrics>& prefixes);
+
 }  // namespace gradcache::retriever

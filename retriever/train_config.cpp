@@ -2,6 +2,7 @@
 
 #include "retriever/device.h"
 #include "retriever/files.h"
+#include "retriever/matryoshka_settings.h"
 #include "retriever/model_selection_settings.h"
 #include "retriever/text_data.h"
 
@@ -313,6 +314,7 @@ Table make_train_settings() {
   add_output_settings(t);
   add_cross_checks(t);
   add_model_selection_settings(t);
+  add_matryoshka_settings(t);
   return t;
 }
 

@@ -41,6 +41,8 @@ struct TrainConfig {
   // Training
   std::string mode = "cache";  ///< "cache" | "full" | "accumulate"
   std::string loss = "infonce";  ///< "infonce" | "symmetric"
+  std::string matryoshka;          ///< prefix widths the loss is summed over, "64,32,16"; "" = off
+  std::string matryoshka_weights;  ///< one weight per prefix, "1,1,1"; "" = 1 each
   int64_t batch_size = 1024;   ///< the contrastive batch: queries that see each other's passages
   int64_t chunk_size = 64;     ///< cache: rows per forward pass (the memory knob)
   int64_t passage_chunk_size = 0;  ///< rows per passage forward pass (0: chunk_size)

@@ -7,6 +7,7 @@
 #include "retriever/curves.h"
 #include "retriever/data_fingerprint.h"
 #include "retriever/evaluate.h"
+#include "retriever/matryoshka_settings.h"
 #include "retriever/model_selection.h"
 #include "retriever/progress.h"
 #include "retriever/run_directory.h"
@@ -74,6 +75,7 @@ class Run {
   void log(const std::string& text) { progress_->message(text); }
   std::optional<RetrievalMetrics> evaluate_now(const char* what);
   std::optional<RetrievalMetrics> evaluate_bm25_now();
+  std::vector<PrefixMetrics> evaluate_prefixes_now();
   void write_summary();
   nlohmann::json selection_summary() const;
   bool writer() const { return rank_ == 0; }  // the one process that writes, logs and evaluates
@@ -392,6 +394,23 @@ std::optional<RetrievalMetrics> Run::evaluate_bm25_now() {
   return bm25.metrics;
 }
 
+// --matryoshka: the trained model at each prefix width (the embeddings encoded once more).
+std::vector<PrefixMetrics> Run::evaluate_prefixes_now() {
+  const auto dims = parse_dim_list(config_.matryoshka, "--matryoshka");
+  if (dims.empty() || !data_->eval_set() || !writer()) return {};
+  EvalOptions options;
+  options.batch_size = config_.eval_batch_size;
+  options.device = device_;
+  auto prefixes = evaluate_prefixes(model_->model(), *data_->eval_set(), options, dims, encoder_normalizes(config_));
+  for (const auto& p : prefixes) {
+    char line[128];
+    std::snprintf(line, sizeof line, "trained @%lld: R@10 %.4f  MRR@10 %.4f", static_cast<long long>(p.dim),
+                  p.metrics.recall_at_10, p.metrics.mrr_at_10);
+    log(line);
+  }
+  return prefixes;
+}
+
 void Run::write_summary() {
   nlohmann::json summary{{"steps", progress_state_.step},     {"total_steps", result_.total_steps},
                          {"interrupted", result_.interrupted}, {"final_loss", result_.final_loss},
@@ -403,7 +422,9 @@ void Run::write_summary() {
                          {"stopped_early", stopped_early_},
                          {"selection", config_.eval_every > 0 ? selection_summary() : nlohmann::json(nullptr)},
                          {"bm25", result_.bm25 ? to_json(*result_.bm25) : nlohmann::json(nullptr)},
-                         {"trained", result_.trained ? to_json(*result_.trained) : nlohmann::json(nullptr)}};
+                         {"trained", result_.trained ? to_json(*result_.trained) : nlohmann::json(nullptr)},
+                         {"matryoshka", config_.matryoshka.empty() ? nlohmann::json(nullptr)
+                                                                   : to_json(result_.trained_prefixes)}};
   directory_->write("summary.json", summary.dump(2) + "\n");
 }
 
@@ -450,6 +471,7 @@ TrainResult Run::execute() {
   } else {
     result_.trained = evaluate_now("trained");
     if (result_.trained) result_.bm25 = evaluate_bm25_now();
+    if (result_.trained) result_.trained_prefixes = evaluate_prefixes_now();
     if (!baseline_.is_null()) result_.untrained = metrics_from_json(baseline_);
   }
   result_.eval_name = data_->eval_set() ? data_->eval_set()->name : "";

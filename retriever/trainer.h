@@ -40,6 +40,7 @@ struct TrainResult {
   std::string eval_name;
   std::optional<RetrievalMetrics> untrained, trained;
   std::optional<RetrievalMetrics> bm25;  ///< the BM25 baseline of the evaluation set (--eval-bm25)
+  std::vector<PrefixMetrics> trained_prefixes;  ///< --matryoshka: the trained model at each prefix width
   std::string checkpoint;  ///< path of the last checkpoint written
   bool stopped_early = false;        ///< --patience ran out
   nlohmann::json best = nullptr;     ///< model selection (--eval-every): summary.json's "selection"

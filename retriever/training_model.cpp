@@ -1,5 +1,6 @@
 #include "retriever/training_model.h"
 
+#include "retriever/matryoshka_settings.h"
 #include "retriever/training_data.h"
 
 #include <gradcache/contrastive_loss.h>
@@ -45,6 +46,9 @@ TrainingModel::TrainingModel(const TrainConfig& config, const c10::Device& devic
     sharded_loss_ = distributed::ShardedContrastiveLoss(
         *group, StreamingLossOptions().temperature(config.temperature).symmetric(config.loss == "symmetric"));
   }
+  // --matryoshka: the same loss summed over the prefixes of the one cached representation.
+  loss_ = with_matryoshka(loss_, config);
+  sharded_loss_ = with_matryoshka(sharded_loss_, config);
 }
 
 void TrainingModel::prepare_step(double lr) {

@@ -6,6 +6,7 @@
 
 #include <gradcache/distributed.h>
 #include <gradcache/functional.h>
+#include <gradcache/matryoshka_loss.h>
 #include <gradcache/sharded_loss.h>
 
 #include <arpa/inet.h>
@@ -201,13 +202,23 @@ torch::Tensor dense_infonce(const torch::Tensor& Q, const torch::Tensor& P, cons
 
 // A cache step with the sharded loss on each of W ranks vs one full-batch backward of the
 // dense loss over every rank's representations: parameters, the temperature and the value.
-int worker_sharded(const gd::ProcessGroup& group, int64_t k, bool symmetric, bool uneven) {
+// `matryoshka`: both losses wrapped in the same MatryoshkaLoss (the sharded one runs per prefix).
+int worker_sharded(const gd::ProcessGroup& group, int64_t k, bool symmetric, bool uneven, bool matryoshka = false) {
   const int64_t n = 12;
   auto data = make_data(n, k);
   auto [q, p] = models_with_dropout();
   auto tau = torch::full({}, 0.5, torch::kFloat64).requires_grad_(true);
   const auto options = gc::StreamingLossOptions().tile_size(5).symmetric(symmetric).temperature_tensor(tau);
-  gd::DistributedGradCache cache(group, {q, p}, 4, gd::ShardedContrastiveLoss(group, options), gc::GradCacheOptions(),
+  gc::Loss sharded = gd::ShardedContrastiveLoss(group, options);
+  gc::Loss dense = [&](const std::vector<torch::Tensor>& r, const gc::LossArgs&) {
+    return dense_infonce(r[0], r[1], tau, k, symmetric);
+  };
+  const auto prefixes = gc::MatryoshkaOptions().dims({5, 3, 2}).weights({1, 0.5, 2}).normalize_prefixes(true);
+  if (matryoshka) {
+    sharded = gc::MatryoshkaLoss(sharded, prefixes);
+    dense = gc::MatryoshkaLoss(dense, prefixes);
+  }
+  gd::DistributedGradCache cache(group, {q, p}, 4, sharded, gc::GradCacheOptions(),
                                  gd::DistributedOptions().bucket_bytes(512).gather_inputs(false));
   const auto [lo, hi] = rows_of(group.rank(), group.world_size(), n, uneven);
   torch::manual_seed(100 + group.rank());
@@ -218,7 +229,7 @@ int worker_sharded(const gd::ProcessGroup& group, int64_t k, bool symmetric, boo
 
   gctest::zero_grads(params);
   const auto [Q, P] = all_ranks_reps(q, p, data, group.world_size(), k, uneven);
-  const auto loss = dense_infonce(Q, P, tau, k, symmetric);
+  const auto loss = dense({Q, P});
   loss.backward();
   const double err = gctest::max_rel_error(distributed, gctest::grads_of(params));
   std::cout << "rank " << group.rank() << " of " << group.world_size() << ": max relative gradient error " << err
@@ -316,6 +327,7 @@ int run_worker(char** argv) {
     }
     if (scenario == "sharded_hard_negatives_symmetric") return worker_sharded(group, 2, true, false);
     if (scenario == "sharded_uneven") return worker_sharded(group, 1, false, true);
+    if (scenario == "sharded_matryoshka") return worker_sharded(group, 1, true, true, /*matryoshka=*/true);
     if (scenario == "functional") return worker_functional(group);
     if (scenario == "sharded_loss") return worker_sharded_loss(group, 1, false);
     if (scenario == "training") return worker_training(group, false);
@@ -422,7 +434,8 @@ TEST(Distributed, StreamingLossWithHardNegatives) {
 TEST(Distributed, ShardedLossEqualsTheFullBatchAtTwoAndThreeRanks) {
   for (int world : {2, 3}) {
     // Learnable temperature throughout; dropout on in the cache steps.
-    for (const char* scenario : {"sharded_loss", "sharded_hard_negatives_symmetric", "sharded_uneven"}) {
+    for (const char* scenario : {"sharded_loss", "sharded_hard_negatives_symmetric", "sharded_uneven",
+                                 "sharded_matryoshka"}) {
       SCOPED_TRACE(std::string(scenario) + " at " + std::to_string(world) + " ranks");
       expect_success(run_group(scenario, world, world, std::chrono::seconds(60)));
     }

@@ -9,6 +9,7 @@
 #include <gradcache/grad_cache.h>
 #include <gradcache/grad_scaler.h>
 #include <gradcache/loss.h>
+#include <gradcache/matryoshka_loss.h>
 #include <gradcache/memory.h>
 #include <gradcache/model.h>
 #include <gradcache/model_call.h>

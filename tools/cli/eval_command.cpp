@@ -45,11 +45,15 @@ void print(const retriever::EvalReport& report, bool json) {
     j["step"] = report.step;
     j["search"] = search_json(report.dense);
     if (report.bm25) j["bm25"] = retriever::to_json(report.bm25->metrics);
+    if (report.dim > 0) j["dim"] = report.dim;
+    if (!report.prefixes.empty()) j["matryoshka"] = retriever::to_json(report.prefixes);
     std::cout << j.dump(2) << std::endl;
     return;
   }
   std::vector<std::pair<std::string, retriever::RetrievalMetrics>> rows{
-      {"step " + std::to_string(report.step), report.metrics}};
+      {"step " + std::to_string(report.step) + (report.dim > 0 ? " @" + std::to_string(report.dim) : ""),
+       report.metrics}};
+  for (auto& row : retriever::prefix_rows("step " + std::to_string(report.step), report.prefixes)) rows.push_back(row);
   if (report.bm25) rows.emplace_back("bm25", report.bm25->metrics);
   std::cout << report.data_name << " (" << report.metrics.queries << " queries, " << report.corpus_size
             << " passages)\n"

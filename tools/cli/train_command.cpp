@@ -92,6 +92,7 @@ int report(const retriever::TrainResult& result) {
     std::vector<std::pair<std::string, retriever::RetrievalMetrics>> rows;
     if (result.untrained) rows.emplace_back("untrained", *result.untrained);
     rows.emplace_back("trained", *result.trained);
+    for (auto& row : retriever::prefix_rows("trained", result.trained_prefixes)) rows.push_back(row);
     if (result.bm25) rows.emplace_back("bm25", *result.bm25);
     std::cout << "\n" << result.eval_name << " (" << result.trained->queries << " queries)\n"
               << retriever::format_metrics_table(rows);

@@ -1,0 +1,49 @@
+// Matryoshka training in the retriever (--matryoshka, --matryoshka-weights): one encoder whose
+// leading dimensions each work as an embedding. Declared here, apart from the other settings
+// of a run, as one concept: the flags, their checks, and the loss they wrap.
+#pragma once
+
+#include "retriever/settings.h"
+#include "retriever/train_config.h"
+
+#include <gradcache/loss.h>
+#include <gradcache/matryoshka_loss.h>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace gradcache {
+namespace retriever {
+
+/// Prefix widths from a comma list ("64,32,16"; "" = none). Throws SettingsError naming
+/// `flag` unless each item is a positive integer and none repeats.
+std::vector<int64_t> parse_dim_list(const std::string& text, const std::string& flag);
+
+/// Weights from a comma list ("1,0.5,0.25"; "" = none). Throws SettingsError naming `flag`
+/// unless each item is a finite number >= 0.
+std::vector<double> parse_weight_list(const std::string& text, const std::string& flag);
+
+/// The width of the built-in encoder's output (--projection, else --dim); 0 for a TorchScript
+/// --model, whose width is known only once it runs.
+int64_t output_width(const TrainConfig& c);
+
+/// Whether the vectors the run's encoder makes are L2-normalised (the built-in one with
+/// --normalize), so that prefixes must be re-normalised to be used as embeddings.
+bool encoder_normalizes(const TrainConfig& c);
+
+/// The prefixes of a run (empty dims when --matryoshka is off).
+MatryoshkaOptions matryoshka_options(const TrainConfig& c);
+
+/// `loss` summed over the run's prefixes (MatryoshkaLoss), or `loss` itself when --matryoshka
+/// is off or `loss` is undefined.
+Loss with_matryoshka(Loss loss, const TrainConfig& c);
+
+/// Adds --matryoshka and --matryoshka-weights and their checks to a run's table.
+void add_matryoshka_settings(SettingsTable<TrainConfig>& table);
+
+/// Throws SettingsError naming `flag` unless 0 < dim <= width (the embeddings' width).
+void check_prefix_dim(int64_t dim, int64_t width, const std::string& flag);
+
+}  // namespace retriever
+}  // namespace gradcache
