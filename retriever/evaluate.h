@@ -82,7 +82,8 @@ struct DenseEvaluation {
 DenseEvaluation evaluate_dense(BiEncoder& model, const TokenizedEvalSet& data, const EvalOptions& options = {});
 
 /// Encodes once, then evaluates the first `dims` dimensions of the embeddings each (as
-/// evaluate_dense with options.prefix_dim = dim, options.normalize_prefix = `normalize`).
+/// evaluate_dense with options.prefix_dim = dim, options.normalize_prefix = `normalize`; a
+/// dim of 0 is all of them).
 std::vector<PrefixMetrics> evaluate_prefixes(BiEncoder& model, const TokenizedEvalSet& data,
                                              const EvalOptions& options, const std::vector<int64_t>& dims,
                                              bool normalize);

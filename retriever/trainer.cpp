@@ -75,7 +75,7 @@ class Run {
   void log(const std::string& text) { progress_->message(text); }
   std::optional<RetrievalMetrics> evaluate_now(const char* what);
   std::optional<RetrievalMetrics> evaluate_bm25_now();
-  std::vector<PrefixMetrics> evaluate_prefixes_now();
+  std::optional<RetrievalMetrics> evaluate_trained();
   void write_summary();
   nlohmann::json selection_summary() const;
   bool writer() const { return rank_ == 0; }  // the one process that writes, logs and evaluates
@@ -394,21 +394,27 @@ std::optional<RetrievalMetrics> Run::evaluate_bm25_now() {
   return bm25.metrics;
 }
 
-// --matryoshka: the trained model at each prefix width (the embeddings encoded once more).
-std::vector<PrefixMetrics> Run::evaluate_prefixes_now() {
-  const auto dims = parse_dim_list(config_.matryoshka, "--matryoshka");
-  if (dims.empty() || !data_->eval_set() || !writer()) return {};
+// After training: the model's metrics, and with --matryoshka those of each prefix width too
+// (from the same embeddings).
+std::optional<RetrievalMetrics> Run::evaluate_trained() {
+  auto dims = parse_dim_list(config_.matryoshka, "--matryoshka");
+  if (dims.empty()) return evaluate_now("trained");
+  if (!data_->eval_set() || !writer()) return std::nullopt;
   EvalOptions options;
   options.batch_size = config_.eval_batch_size;
   options.device = device_;
-  auto prefixes = evaluate_prefixes(model_->model(), *data_->eval_set(), options, dims, encoder_normalizes(config_));
-  for (const auto& p : prefixes) {
-    char line[128];
-    std::snprintf(line, sizeof line, "trained @%lld: R@10 %.4f  MRR@10 %.4f", static_cast<long long>(p.dim),
-                  p.metrics.recall_at_10, p.metrics.mrr_at_10);
+  dims.insert(dims.begin(), 0);  // all dimensions: the trained row
+  const auto start = Clock::now();
+  const auto all = evaluate_prefixes(model_->model(), *data_->eval_set(), options, dims, encoder_normalizes(config_));
+  for (const auto& p : all) {
+    char line[256];
+    std::snprintf(line, sizeof line, "trained%s: %s, %zu queries: R@10 %.4f  MRR@10 %.4f (%.1f s)",
+                  p.dim > 0 ? (" @" + std::to_string(p.dim)).c_str() : "", data_->eval_set()->name.c_str(),
+                  p.metrics.queries, p.metrics.recall_at_10, p.metrics.mrr_at_10, seconds_since(start));
     log(line);
   }
-  return prefixes;
+  result_.trained_prefixes.assign(all.begin() + 1, all.end());
+  return all.front().metrics;
 }
 
 void Run::write_summary() {
@@ -469,9 +475,8 @@ TrainResult Run::execute() {
     log("stopped at step " + std::to_string(progress_state_.step) + "; checkpoint saved to " +
         directory_->checkpoint_path() + "; continue with --resume");
   } else {
-    result_.trained = evaluate_now("trained");
+    result_.trained = evaluate_trained();
     if (result_.trained) result_.bm25 = evaluate_bm25_now();
-    if (result_.trained) result_.trained_prefixes = evaluate_prefixes_now();
     if (!baseline_.is_null()) result_.untrained = metrics_from_json(baseline_);
   }
   result_.eval_name = data_->eval_set() ? data_->eval_set()->name : "";
