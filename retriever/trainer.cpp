@@ -408,9 +408,10 @@ std::optional<RetrievalMetrics> Run::evaluate_trained() {
   const auto all = evaluate_prefixes(model_->model(), *data_->eval_set(), options, dims, encoder_normalizes(config_));
   for (const auto& p : all) {
     char line[256];
-    std::snprintf(line, sizeof line, "trained%s: %s, %zu queries: R@10 %.4f  MRR@10 %.4f (%.1f s)",
+    std::snprintf(line, sizeof line, "trained%s: %s, %zu queries against %zu passages: R@10 %.4f  MRR@10 %.4f (%.1f s)",
                   p.dim > 0 ? (" @" + std::to_string(p.dim)).c_str() : "", data_->eval_set()->name.c_str(),
-                  p.metrics.queries, p.metrics.recall_at_10, p.metrics.mrr_at_10, seconds_since(start));
+                  p.metrics.queries, data_->eval_set()->corpus.size(), p.metrics.recall_at_10, p.metrics.mrr_at_10,
+                  seconds_since(start));
     log(line);
   }
   result_.trained_prefixes.assign(all.begin() + 1, all.end());

@@ -119,5 +119,6 @@ grep -qF -- "--dim 17 is larger than the embeddings' width 16" "$work/encode17.e
 grep -qF -- "--dim 17 is larger than the embeddings' width 16" "$work/export17.err" || fail "export --dim 17: message"
 [ ! -e "$work/export17" ] || fail "export --dim 17 left $work/export17"
 "$bin" encode --run "$work/run" --corpus "$work/corpus.tsv" --dim -1 --output "$work/embneg" 2>"$work/encodeneg.err"
-expect_status 2 $? "encode --dim -1"
+expect_status 1 $? "encode --dim -1"
+grep -qF -- "--dim must be >= 0" "$work/encodeneg.err" || fail "encode --dim -1: message"
 echo "PASS"
