@@ -105,7 +105,9 @@ EvalReport evaluate_checkpoint(const EvalSettings& s, const EvalControl& control
   report.dense = evaluate_dense(model, set, options);
   report.metrics = report.dense.metrics;
   const auto prefix_dims = parse_dim_list(info.config.matryoshka, "--matryoshka");
-  if (s.dim == 0 && !prefix_dims.empty()) report.prefixes = evaluate_prefixes(model, set, options, prefix_dims, normalizes);
+  if (s.dim == 0 && !prefix_dims.empty()) {  // a --matryoshka run: each prefix width too
+    report.prefixes = evaluate_prefixes(model, set, options, prefix_dims, normalizes);
+  }
   if (s.eval_bm25) {
     Bm25Options bm25;
     bm25.k1 = s.bm25_k1;

@@ -93,8 +93,9 @@ TEST(Matryoshka, StreamingInnerEqualsDenseInner) {
   for (bool symmetric : {false, true}) {
     auto q = torch::randn({9, 8}, torch::kFloat64).requires_grad_(true);
     auto p = torch::randn({18, 8}, torch::kFloat64).requires_grad_(true);
-    const auto dense_inner = symmetric ? gc::Loss(gc::SymmetricContrastiveLoss(gc::ContrastiveLossOptions().temperature(0.2)))
-                                       : gc::Loss(gc::SimpleContrastiveLoss(gc::ContrastiveLossOptions().temperature(0.2)));
+    const auto tau = gc::ContrastiveLossOptions().temperature(0.2);
+    const auto dense_inner =
+        symmetric ? gc::Loss(gc::SymmetricContrastiveLoss(tau)) : gc::Loss(gc::SimpleContrastiveLoss(tau));
     const auto streaming_inner =
         gc::StreamingContrastiveLoss(gc::StreamingLossOptions().temperature(0.2).tile_size(4).symmetric(symmetric));
     const auto dense = gc::MatryoshkaLoss(dense_inner, options_8_4_2())({q, p}, {});
