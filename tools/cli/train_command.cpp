@@ -35,7 +35,11 @@ void add_run_flags(CLI::App& cmd, RunFlags& flags) {
   auto* run = cmd.add_option_group("Starting and resuming");
   run->add_flag("--resume", flags.resume, "Continue the run in --output from its checkpoint");
   run->add_flag("--overwrite", flags.overwrite, "Start afresh even if --output holds a run");
-  auto* dist = cmd.add_option_group("Several processes (--nproc N on this machine; torchrun for several machines)");
+  auto* dist = cmd.add_option_group(
+      "Several processes",
+      "--nproc N on this machine; on several machines, torchrun starts the processes: torchrun "
+      "--nnodes M --nproc_per_node N --rdzv_endpoint HOST:PORT --no_python gradcache train ... (torchrun 1.13, "
+      "Debian's, spells it --no_python; torchrun 2.x --no-python)");
   dist->add_option("--nproc", flags.nproc,
                    "Processes on this machine, started and watched by this one (default 1); auto: the cores "
                    "divided by the threads per process")
