@@ -92,9 +92,21 @@ void add_batching_settings(Table& t) {
                 "sees only its own negatives)")
             .in_group(group)
             .checked(one_of({"cache", "full", "accumulate"})));
-  t.add(field("loss", &TrainConfig::loss, "--loss", "infonce or symmetric")
+  t.add(field("loss", &TrainConfig::loss, "--loss",
+                "infonce (query to passage), symmetric (also passage to query), or streaming / "
+                "streaming-symmetric: the same losses computed tile by tile, never holding the batch x batch "
+                "score matrix (memory independent of the batch beyond O(batch x dim); see --tile)")
             .in_group(group)
-            .checked(one_of({"infonce", "symmetric"})));
+            .checked(one_of({"infonce", "symmetric", "streaming", "streaming-symmetric"})));
+  // The tile changes only the order of the loss's summations (and its memory and time), as
+  // the chunk size does the encoders'.
+  t.add(field("tile_size", &TrainConfig::tile_size, "--tile",
+                "Streaming losses (and a multi-process run's sharded loss): rows and columns of one score tile; "
+                "the loss holds about three tile x tile float buffers")
+            .in_group(group)
+            .hint("N")
+            .per_rank()
+            .checked(positive()));
   t.add(field("batch_size", &TrainConfig::batch_size, "--batch-size",
                 "Contrastive batch: pairs that see each other as negatives")
             .in_group(group)
