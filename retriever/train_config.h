@@ -40,7 +40,8 @@ struct TrainConfig {
 
   // Training
   std::string mode = "cache";  ///< "cache" | "full" | "accumulate"
-  std::string loss = "infonce";  ///< "infonce" | "symmetric"
+  std::string loss = "infonce";  ///< "infonce" | "symmetric" | "streaming" | "streaming-symmetric"
+  int64_t tile_size = 1024;      ///< streaming (and sharded) loss: rows and columns of one score tile
   int64_t batch_size = 1024;   ///< the contrastive batch: queries that see each other's passages
   int64_t chunk_size = 64;     ///< cache: rows per forward pass (the memory knob)
   int64_t passage_chunk_size = 0;  ///< rows per passage forward pass (0: chunk_size)

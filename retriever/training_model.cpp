@@ -1,8 +1,8 @@
 #include "retriever/training_model.h"
 
 #include "retriever/training_data.h"
+#include "retriever/training_loss.h"
 
-#include <gradcache/contrastive_loss.h>
 #include <gradcache/distributed.h>
 #include <gradcache/sharded_loss.h>
 
@@ -35,15 +35,9 @@ TrainingModel::TrainingModel(const TrainConfig& config, const c10::Device& devic
   }
   if (resume.info) load_training_state(resume.path, *optimizer_, device, rank, scaler_.get());
 
-  auto options = ContrastiveLossOptions().temperature(config.temperature);
-  if (config.loss == "symmetric") {
-    loss_ = SymmetricContrastiveLoss(options);
-  } else {
-    loss_ = SimpleContrastiveLoss(options);
-  }
+  loss_ = make_loss(config);
   if (group && group->world_size() > 1) {  // each rank computes its share: the loss's time and memory / W
-    sharded_loss_ = distributed::ShardedContrastiveLoss(
-        *group, StreamingLossOptions().temperature(config.temperature).symmetric(config.loss == "symmetric"));
+    sharded_loss_ = distributed::ShardedContrastiveLoss(*group, streaming_loss_options(config));
   }
 }
 
