@@ -30,9 +30,9 @@ struct TrainConfig {
   // Model
   std::string model;  ///< TorchScript encoder file; "" = the built-in Transformer
   int64_t dim = 64;
-  int64_t layers = 2;
+  int64_t layers = 1;
   int64_t heads = 4;
-  int64_t ffn_dim = 256;
+  int64_t ffn_dim = 128;
   int64_t projection_dim = 0;
   double dropout = 0.1;
   bool normalize = true;
@@ -43,19 +43,19 @@ struct TrainConfig {
   std::string loss = "infonce";  ///< "infonce" | "symmetric" | "streaming" | "streaming-symmetric"
   int64_t tile_size = 1024;      ///< streaming (and sharded) loss: rows and columns of one score tile
   int64_t batch_size = 1024;   ///< the contrastive batch: queries that see each other's passages
-  int64_t chunk_size = 64;     ///< cache: rows per forward pass (the memory knob)
+  int64_t chunk_size = 128;    ///< cache: rows per forward pass (the memory knob)
   int64_t passage_chunk_size = 0;  ///< rows per passage forward pass (0: chunk_size)
   bool chunk_size_auto = false;    ///< choose both from chunk_memory by measurement (--chunk-size auto)
   int64_t chunk_memory = 0;        ///< bytes one chunk's forward + backward may use (with chunk_size_auto)
   int64_t chunk_tokens = 0;        ///< > 0: chunks bounded by tokens (rows x longest) instead of rows
-  int64_t sub_batch_size = 64;     ///< accumulate: queries per sub-batch (as chunk_size: equal memory per forward)
+  int64_t sub_batch_size = 128;    ///< accumulate: queries per sub-batch (as chunk_size: equal memory per forward)
   bool sort_by_length = true;      ///< order each batch by query length (less padding; not in accumulate)
   int64_t retain_chunks = 0;       ///< chunks per model kept with their graph (0: none; -1: what retain_memory allows)
   int64_t retain_memory = 0;       ///< bytes of activations retained chunks may hold (0: no budget)
   int64_t negatives = 0;       ///< hard negatives per query
-  int64_t epochs = 1;
+  int64_t epochs = 4;
   int64_t steps = 0;           ///< > 0: stop after this many optimizer steps
-  double lr = 2e-3;
+  double lr = 3e-3;
   double weight_decay = 0.01;
   double warmup = 0.1;         ///< fraction of the steps with a linear warm-up
   double max_grad_norm = 1.0;  ///< 0: no clipping
