@@ -7,7 +7,7 @@ set -uo pipefail
 source "$(dirname "$0")/cli_common.sh"
 
 run="$work/phi"
-"$bin" train --quick --similarity mlp --phi-tile 48 --rerank-k 50 --output "$run" >"$work/train.out" \
+"$bin" train --quick --steps 8 --similarity mlp --phi-tile 48 --rerank-k 50 --output "$run" >"$work/train.out" \
   2>"$work/train.err" || fail "train --quick --similarity mlp failed"
 grep -Eq '^trained +[0-9]' "$work/train.out" || fail "no dense 'trained' row in the table"
 grep -Eq '^trained, top 50 re-ranked by Phi +[0-9]' "$work/train.out" || fail "no re-ranked row in the table"
@@ -22,8 +22,8 @@ PY
 
 "$bin" eval --checkpoint "$run" --quick --eval-bm25 false >"$work/eval.out" 2>"$work/eval.err" ||
   fail "eval of the --similarity mlp checkpoint failed"
-grep -Eq '^step 30 +[0-9]' "$work/eval.out" || fail "eval: no dense row"
-grep -Eq '^step 30, top 100 re-ranked by Phi +[0-9]' "$work/eval.out" || fail "eval: no re-ranked row"
+grep -Eq '^step 8 +[0-9]' "$work/eval.out" || fail "eval: no dense row"
+grep -Eq '^step 8, top 100 re-ranked by Phi +[0-9]' "$work/eval.out" || fail "eval: no re-ranked row"
 "$bin" eval --checkpoint "$run" --quick --eval-bm25 false --rerank-k 20 --json >"$work/eval.json" \
   2>"$work/eval_json.err" || fail "eval --json failed"
 /usr/bin/python3 -c 'import json,sys; j=json.load(open(sys.argv[1])); assert j["reranked"]["k"] == 20, j' \

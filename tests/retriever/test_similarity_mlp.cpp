@@ -5,6 +5,7 @@
 #include "retriever/checkpoint.h"
 #include "retriever/dense_index.h"
 #include "retriever/encoder.h"
+#include "retriever/files.h"
 #include "retriever/evaluate.h"
 #include "retriever/rerank.h"
 #include "retriever/search.h"
