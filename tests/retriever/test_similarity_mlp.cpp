@@ -128,6 +128,18 @@ TEST(SimilarityMlp, FullModeIsTheFullBatchLossOverPhi) {
   EXPECT_NEAR(step_loss, full_loss, 1e-5 * std::abs(full_loss));
 }
 
+TEST(SimilarityMlp, AccumulateWithOneSubBatchIsTheFullBatchLossOverPhi) {
+  // Sub-batches of 8 queries hold the whole batch: the same passes and draws as full mode.
+  PhiFixture f;
+  double accumulate_loss = 0, full_loss = 0;
+  const auto accumulated =
+      f.step_gradients(gr::StepOptions().mode("accumulate").sub_batch_size(8), gradcache::DualCacheOptions(),
+                       accumulate_loss);
+  const auto full = f.full_batch_gradients(8, 16, 16, false, full_loss);
+  EXPECT_LT(gctest::max_rel_error(accumulated, full), gctest::kTol32);
+  EXPECT_NEAR(accumulate_loss, full_loss, 1e-5 * std::abs(full_loss));
+}
+
 TEST(SimilarityMlp, StepOptionsRefuseAScaler) {
   PhiFixture f;
   auto options = gr::StepOptions()
