@@ -1,6 +1,7 @@
 #include "retriever/evaluate.h"
 
 #include "retriever/batching.h"
+#include "retriever/rerank.h"
 #include "retriever/search.h"
 
 #include <torch/torch.h>
@@ -65,6 +66,12 @@ double seconds_since(std::chrono::steady_clock::time_point start) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
 
+// The first k columns of a ranking (all when it has fewer).
+TopK first_columns(const TopK& top, int64_t k) {
+  const int64_t width = std::min(k, top.indices.size(1));
+  return {top.scores.narrow(1, 0, width), top.indices.narrow(1, 0, width)};
+}
+
 }  // namespace
 
 DenseEvaluation evaluate_dense(BiEncoder& model, const TokenizedEvalSet& data, const EvalOptions& options) {
@@ -85,9 +92,19 @@ DenseEvaluation evaluate_dense(BiEncoder& model, const TokenizedEvalSet& data, c
   out.index = index.describe();
   out.index_seconds = seconds_since(start);
   start = std::chrono::steady_clock::now();
-  const TopK top = index.search(queries, options.top_k);
+  const bool rerank = options.rerank_k > 0 && model.similarity();
+  const TopK searched = index.search(queries, rerank ? std::max(options.top_k, options.rerank_k) : options.top_k);
   out.search_seconds = seconds_since(start);
+  const TopK top = first_columns(searched, options.top_k);
   out.metrics = compute_metrics(ranked_lists(top), data.relevant);
+  if (rerank) {
+    start = std::chrono::steady_clock::now();
+    auto phi = model.similarity();
+    const TopK reranked = rerank_top_k(searched, queries, docs, phi, options.rerank_k);
+    out.reranked = compute_metrics(ranked_lists(reranked), data.relevant);
+    out.rerank_k = reranked.indices.size(1);
+    out.rerank_seconds = seconds_since(start);
+  }
   if (!is_exact_index_type(options.index.type)) {
     DenseIndexOptions exact_options = options.index;
     exact_options.type = "exact";
@@ -120,14 +137,27 @@ Bm25Evaluation evaluate_bm25(const TextCollection& corpus, const TextCollection&
 }
 
 RetrievalMetrics evaluate_and_describe(BiEncoder& model, const TokenizedEvalSet& data, const EvalOptions& options,
-                                       const std::string& what, std::string& line) {
+                                       const std::string& what, std::string& line,
+                                       std::optional<RetrievalMetrics>* reranked) {
   const auto start = std::chrono::steady_clock::now();
-  auto metrics = evaluate(model, data, options);
+  EvalOptions dense_options = options;
+  if (!reranked) dense_options.rerank_k = 0;
+  const auto evaluation = evaluate_dense(model, data, dense_options);
+  const auto& metrics = evaluation.metrics;
   char text[256];
-  std::snprintf(text, sizeof text, "%s: %s, %zu queries against %zu passages: R@10 %.4f  MRR@10 %.4f (%.1f s)",
+  std::snprintf(text, sizeof text, "%s: %s, %zu queries against %zu passages: R@10 %.4f  MRR@10 %.4f",
                 what.c_str(), data.name.c_str(), metrics.queries, data.corpus.size(), metrics.recall_at_10,
-                metrics.mrr_at_10, std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+                metrics.mrr_at_10);
   line = text;
+  if (evaluation.reranked) {
+    std::snprintf(text, sizeof text, "; re-ranked by Phi (top %lld): R@10 %.4f  MRR@10 %.4f",
+                  static_cast<long long>(evaluation.rerank_k), evaluation.reranked->recall_at_10,
+                  evaluation.reranked->mrr_at_10);
+    line += text;
+    *reranked = evaluation.reranked;
+  }
+  std::snprintf(text, sizeof text, " (%.1f s)", seconds_since(start));
+  line += text;
   return metrics;
 }
 

@@ -60,6 +60,9 @@ struct EvalOptions {
   DenseIndexOptions index;
   /// Set (to a signal number) from elsewhere to stop between encoding batches: EvalStopped.
   const std::atomic<int>* stop = nullptr;
+  /// > 0 and the model has a learned similarity Phi: also re-rank each query's dense top
+  /// rerank_k with Phi (DenseEvaluation::reranked). 0: the dense ranking only.
+  int64_t rerank_k = 0;
 };
 
 /// A dense evaluation and how its search went.
@@ -71,6 +74,11 @@ struct DenseEvaluation {
   /// found in its own, averaged over queries; unset for an exact index (and @100 when
   /// top_k < 100).
   std::optional<double> recall_vs_exact_at_10, recall_vs_exact_at_100;
+  /// With EvalOptions::rerank_k and a model with Phi: the metrics of the same dense top
+  /// rerank_k re-ordered by Phi (the second stage), and how long Phi took.
+  std::optional<RetrievalMetrics> reranked;
+  int64_t rerank_k = 0;
+  double rerank_seconds = 0;
 };
 
 /// Encodes the corpus and the queries, ranks the corpus for every query with the index
@@ -96,8 +104,11 @@ Bm25Evaluation evaluate_bm25(const TextCollection& corpus, const TextCollection&
 
 /// evaluate(), timed, and described in one line for a log in `line`:
 /// "what: name, N queries against M passages: R@10 0.1234  MRR@10 0.0567 (1.2 s)".
+/// With `reranked` given (and options.rerank_k, and a model with Phi): the re-ranked metrics
+/// there too, and in the line: "...; re-ranked by Phi (top 100): R@10 0.2345  MRR@10 0.0789".
 RetrievalMetrics evaluate_and_describe(BiEncoder& model, const TokenizedEvalSet& data, const EvalOptions& options,
-                                       const std::string& what, std::string& line);
+                                       const std::string& what, std::string& line,
+                                       std::optional<RetrievalMetrics>* reranked = nullptr);
 
 }  // namespace retriever
 }  // namespace gradcache

@@ -44,6 +44,11 @@ SettingsTable<EvalSettings> make_eval_settings() {
   t.add(field("threads", &S::threads, "--threads", "Intra-op threads (0: 1)").checked(at_least(0)));
   t.add(field("quick", &S::quick, "--quick", "A small subset of the WordNet split (smoke tests)").as_switch());
   add_search_settings(t);
+  t.add(field("rerank_k", &S::rerank_k, "--rerank-k",
+              "Runs with a learned similarity (--similarity mlp): also re-rank each query's dense top K with Phi, "
+              "a second row (0: none)")
+            .in_group("Search")
+            .checked(at_least(0)));
   t.add_check([](const S& s) {
     const int given = !s.corpus.empty() + !s.queries.empty() + !s.qrels.empty();
     return given == 0 || given == 3 ? "" : "--corpus, --queries and --qrels go together";
@@ -90,6 +95,7 @@ EvalReport evaluate_checkpoint(const EvalSettings& s, const EvalControl& control
   options.stop = control.stop;
   options.index = s.index;
   options.index.threads = s.threads > 0 ? s.threads : 1;
+  options.rerank_k = s.rerank_k;
   report.dense = evaluate_dense(model, set, options);
   report.metrics = report.dense.metrics;
   if (s.eval_bm25) {

@@ -3,6 +3,7 @@
 #include "retriever/device.h"
 #include "retriever/files.h"
 #include "retriever/model_selection_settings.h"
+#include "retriever/similarity_settings.h"
 #include "retriever/text_data.h"
 
 #include <gradcache/precision.h>
@@ -331,6 +332,7 @@ Table make_train_settings() {
   add_output_settings(t);
   add_cross_checks(t);
   add_model_selection_settings(t);
+  add_similarity_settings(t);
   return t;
 }
 

@@ -78,6 +78,14 @@ struct TrainConfig {
   int64_t eval_batch_size = 512;
   bool quick = false;       ///< a tiny run for smoke tests
 
+  // Learned similarity (declared in similarity_settings.cpp)
+  std::string similarity = "dot";  ///< "dot" | "mlp" (a learned Phi trained through the dual cache)
+  int64_t phi_hidden = 0;          ///< Phi's hidden width; 0: twice the representation width
+  double phi_dropout = 0.1;        ///< dropout on Phi's hidden layer
+  bool phi_dot = true;             ///< Phi = MLP + q.p / temperature (false: the MLP alone)
+  int64_t phi_tile = 64;           ///< dual cache: queries and passages per tile of Phi's pairs
+  int64_t rerank_k = 100;          ///< evaluation: dense candidates per query re-ranked by Phi
+
   // Model selection (declared in model_selection_settings.cpp)
   int64_t eval_every = 0;              ///< steps between dev evaluations; 0: none
   std::string dev_corpus, dev_queries, dev_qrels;  ///< dev files for user data (corpus: eval_corpus if "")

@@ -72,7 +72,7 @@ class Run {
   void write_curves();
   bool stop_requested() const;
   void log(const std::string& text) { progress_->message(text); }
-  std::optional<RetrievalMetrics> evaluate_now(const char* what);
+  std::optional<RetrievalMetrics> evaluate_now(const char* what, std::optional<RetrievalMetrics>* reranked = nullptr);
   std::optional<RetrievalMetrics> evaluate_bm25_now();
   void write_summary();
   nlohmann::json selection_summary() const;
@@ -206,7 +206,9 @@ void Run::build_step() {
                      .precision(model_->precision())
                      .scaler(model_->scaler())
                      .group(group_)
-                     .sharded_loss(model_->sharded_loss());
+                     .sharded_loss(model_->sharded_loss())
+                     .similarity(model_->similarity())
+                     .similarity_options(model_->similarity_options());
   auto& model = model_->model();
   step_ = make_training_step(model.query_model(), model.passage_model(), model_->loss(), options);
 }
@@ -360,13 +362,15 @@ bool Run::stop_requested() const {
   return group_ ? distributed::any_rank(*group_)(stop != 0) : stop != 0;
 }
 
-std::optional<RetrievalMetrics> Run::evaluate_now(const char* what) {
+// With `reranked` and a learned similarity: also the dense top --rerank-k re-ranked by Phi.
+std::optional<RetrievalMetrics> Run::evaluate_now(const char* what, std::optional<RetrievalMetrics>* reranked) {
   if (!data_->eval_set() || !writer()) return std::nullopt;
   EvalOptions options;
   options.batch_size = config_.eval_batch_size;
   options.device = device_;
+  options.rerank_k = config_.rerank_k;
   std::string line;
-  auto metrics = evaluate_and_describe(model_->model(), *data_->eval_set(), options, what, line);
+  auto metrics = evaluate_and_describe(model_->model(), *data_->eval_set(), options, what, line, reranked);
   log(line);
   return metrics;
 }
@@ -404,6 +408,10 @@ void Run::write_summary() {
                          {"selection", config_.eval_every > 0 ? selection_summary() : nlohmann::json(nullptr)},
                          {"bm25", result_.bm25 ? to_json(*result_.bm25) : nlohmann::json(nullptr)},
                          {"trained", result_.trained ? to_json(*result_.trained) : nlohmann::json(nullptr)}};
+  if (result_.trained_reranked) {  // --similarity mlp: the second stage's row
+    summary["trained_reranked"] = to_json(*result_.trained_reranked);
+    summary["rerank_k"] = config_.rerank_k;
+  }
   directory_->write("summary.json", summary.dump(2) + "\n");
 }
 
@@ -448,7 +456,7 @@ TrainResult Run::execute() {
     log("stopped at step " + std::to_string(progress_state_.step) + "; checkpoint saved to " +
         directory_->checkpoint_path() + "; continue with --resume");
   } else {
-    result_.trained = evaluate_now("trained");
+    result_.trained = evaluate_now("trained", &result_.trained_reranked);
     if (result_.trained) result_.bm25 = evaluate_bm25_now();
     if (!baseline_.is_null()) result_.untrained = metrics_from_json(baseline_);
   }

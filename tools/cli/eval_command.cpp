@@ -45,11 +45,20 @@ void print(const retriever::EvalReport& report, bool json) {
     j["step"] = report.step;
     j["search"] = search_json(report.dense);
     if (report.bm25) j["bm25"] = retriever::to_json(report.bm25->metrics);
+    if (report.dense.reranked) {
+      j["reranked"] = retriever::to_json(*report.dense.reranked);
+      j["reranked"]["k"] = report.dense.rerank_k;
+    }
     std::cout << j.dump(2) << std::endl;
     return;
   }
   std::vector<std::pair<std::string, retriever::RetrievalMetrics>> rows{
       {"step " + std::to_string(report.step), report.metrics}};
+  if (report.dense.reranked) {
+    rows.emplace_back("step " + std::to_string(report.step) + ", top " + std::to_string(report.dense.rerank_k) +
+                          " re-ranked by Phi",
+                      *report.dense.reranked);
+  }
   if (report.bm25) rows.emplace_back("bm25", report.bm25->metrics);
   std::cout << report.data_name << " (" << report.metrics.queries << " queries, " << report.corpus_size
             << " passages)\n"

@@ -96,6 +96,10 @@ int report(const retriever::TrainResult& result) {
     std::vector<std::pair<std::string, retriever::RetrievalMetrics>> rows;
     if (result.untrained) rows.emplace_back("untrained", *result.untrained);
     rows.emplace_back("trained", *result.trained);
+    if (result.trained_reranked) {
+      rows.emplace_back("trained, top " + std::to_string(result.config.rerank_k) + " re-ranked by Phi",
+                        *result.trained_reranked);
+    }
     if (result.bm25) rows.emplace_back("bm25", *result.bm25);
     std::cout << "\n" << result.eval_name << " (" << result.trained->queries << " queries)\n"
               << retriever::format_metrics_table(rows);
@@ -144,6 +148,12 @@ std::function<int()> add_train_command(CLI::App& app) {
     }
     const std::string nproc = flags->nproc.empty() ? "1" : flags->nproc;
     const int processes = retriever::resolve_process_count(nproc, threads_per_process(c));
+    if (c.similarity == "mlp" && (processes > 1 || retriever::started_by_torchrun())) {
+      std::cerr << "gradcache train: error: --similarity mlp trains in one process (the dual gradient cache does "
+                   "not gather Phi's scores across processes): drop --nproc "
+                << nproc << " or launch without torchrun" << std::endl;
+      return 2;
+    }
     if (processes > 1) return launch_local_ranks(*flags, c, processes);
     retriever::TrainOptions options;
     options.resume = flags->resume;
