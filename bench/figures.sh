@@ -13,6 +13,9 @@
 #   precision    docs/bench_precision_512.json: fp32 vs bf16 at 512 pairs / chunks of 64 (1 min)
 #   streaming    docs/streaming_bench.json, docs/streaming_bench.png: dense vs streaming loss (3 min)
 #   tiles        docs/streaming_tiles.json: the streaming loss's time at N = 8192 per tile size (1 min)
+#   streaming-main  docs/streaming_main.json + .log: `gradcache train --loss streaming` at a batch of
+#                16,384 vs --loss infonce, peak RSS against each loss's predicted memory
+#                (bash bench/streaming_main.sh; 5 min)
 #   soak         docs/soak.json: RSS over 1,000 training steps, growth after warm-up (2 min)
 #   fuzz         docs/fuzz.log: scripts/fuzz.sh 60, each fuzz target's runs, exec/s, coverage
 #                (6 min once build-asan is built, 10-30 min more before; not in the default list)
@@ -39,7 +42,7 @@ cd "$(dirname "$0")/.."
 
 bench=build/bench/gradcache-bench
 parts=("$@")
-[ ${#parts[@]} -eq 0 ] && parts=(exactness bench distributed precision streaming tiles soak search sorting main shape)
+[ ${#parts[@]} -eq 0 ] && parts=(exactness bench distributed precision streaming tiles streaming-main soak search sorting main shape)
 
 note() { echo "figures: $(date +%H:%M:%S) $*" >&2; }
 
@@ -65,6 +68,8 @@ for part in "${parts[@]}"; do
     tiles)
       "$bench" streaming --tile-sweep 8192 --json >docs/streaming_tiles.json.tmp &&
         mv docs/streaming_tiles.json.tmp docs/streaming_tiles.json ;;
+    streaming-main)
+      bash bench/streaming_main.sh >/dev/null ;;
     soak)
       "$bench" soak --json >docs/soak.json.tmp && mv docs/soak.json.tmp docs/soak.json ;;
     fuzz)

@@ -2,6 +2,7 @@
 
 #include "retriever/error_message.h"
 #include "retriever/files.h"
+#include "retriever/similarity_settings.h"
 #include "retriever/zip_integrity.h"
 
 #include <torch/torch.h>
@@ -163,7 +164,9 @@ void save_checkpoint(const std::string& path, const CheckpointInfo& info, const 
   write_file_atomic(path, bytes.str());
 }
 
-BiEncoder build_model(const TrainConfig& c, const std::vector<std::string>& torchscript) {
+namespace {
+
+BiEncoder build_encoders(const TrainConfig& c, const std::vector<std::string>& torchscript) {
   if (!torchscript.empty()) return BiEncoder::torchscript_from_bytes(torchscript);
   return BiEncoder::builtin(EncoderOptions(c.vocab_size)
                                 .dim(c.dim)
@@ -175,6 +178,15 @@ BiEncoder build_model(const TrainConfig& c, const std::vector<std::string>& torc
                                 .projection_dim(c.projection_dim)
                                 .normalize(c.normalize),
                             c.untie);
+}
+
+}  // namespace
+
+// Phi after the encoders: the encoders' initialisation is that of a run without it.
+BiEncoder build_model(const TrainConfig& c, const std::vector<std::string>& torchscript) {
+  BiEncoder model = build_encoders(c, torchscript);
+  if (c.similarity == "mlp") model.set_similarity(make_similarity(c));
+  return model;
 }
 
 namespace {

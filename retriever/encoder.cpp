@@ -192,6 +192,9 @@ std::vector<torch::Tensor> BiEncoder::parameters() const {
   };
   add(query_);
   if (!tied()) add(passage_);
+  if (similarity_) {
+    for (auto& p : similarity_->parameters()) out.push_back(p);
+  }
   return out;
 }
 
@@ -212,18 +215,26 @@ std::vector<std::pair<std::string, torch::Tensor>> BiEncoder::named_state() cons
     add("query.", 0);
     add("passage.", 1);
   }
+  if (similarity_) {
+    for (const auto& kv : similarity_->named_parameters()) out.emplace_back("similarity." + kv.key(), kv.value());
+    for (const auto& kv : similarity_->named_buffers()) out.emplace_back("similarity." + kv.key(), kv.value());
+  }
   return out;
 }
 
 void BiEncoder::train(bool on) {
   for (auto& m : builtins_) m->train(on);
   for (auto& s : scripts_) s->train(on);
+  if (similarity_) similarity_->train(on);
 }
 
 void BiEncoder::to(const c10::Device& device) {
   for (auto& m : builtins_) m->to(device);
   for (auto& s : scripts_) s->to(device);
+  if (similarity_) similarity_->to(device);
 }
+
+void BiEncoder::set_similarity(LearnedSimilarity phi) { similarity_ = std::move(phi); }
 
 bool BiEncoder::is_training() const {
   return builtins_.empty() ? scripts_.front()->is_training() : builtins_.front()->is_training();

@@ -4,6 +4,7 @@
 #include <gradcache/model.h>
 
 #include "retriever/fast_dropout.h"
+#include "retriever/learned_similarity.h"
 
 #include <torch/nn/module.h>
 #include <torch/nn/modules/embedding.h>
@@ -111,11 +112,18 @@ class BiEncoder {
   const std::vector<std::shared_ptr<torch::jit::Module>>& scripts() const { return scripts_; }
   /// TorchScript encoders serialized (one, or two when untied); empty for the built-in one.
   std::vector<std::string> torchscript_bytes() const;
+  /// Attaches a learned similarity Phi (--similarity mlp): its parameters and buffers then come
+  /// after the encoders' in parameters() and named_state() ("similarity." prefix), so the
+  /// optimizer, the clipping and the checkpoints hold them; train() and to() reach it.
+  void set_similarity(LearnedSimilarity phi);
+  /// Phi, or an empty holder when the model ranks by the dot product only.
+  const LearnedSimilarity& similarity() const { return similarity_; }
 
  private:
   gradcache::Model query_, passage_;
   std::vector<TransformerEncoder> builtins_;
   std::vector<std::shared_ptr<torch::jit::Module>> scripts_;
+  LearnedSimilarity similarity_{nullptr};
 };
 
 }  // namespace retriever

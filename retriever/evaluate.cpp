@@ -1,6 +1,7 @@
 #include "retriever/evaluate.h"
 
 #include "retriever/batching.h"
+#include "retriever/rerank.h"
 #include "retriever/search.h"
 
 #include <gradcache/matryoshka_loss.h>
@@ -68,6 +69,12 @@ double seconds_since(std::chrono::steady_clock::time_point start) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
 
+// The first k columns of a ranking (all when it has fewer).
+TopK first_columns(const TopK& top, int64_t k) {
+  const int64_t width = std::min(k, top.indices.size(1));
+  return {top.scores.narrow(1, 0, width), top.indices.narrow(1, 0, width)};
+}
+
 // The corpus's and the queries' embeddings, without dropout.
 std::pair<at::Tensor, at::Tensor> encode_eval_set(BiEncoder& model, const TokenizedEvalSet& data,
                                                   const EvalOptions& options) {
@@ -93,18 +100,29 @@ at::Tensor prefix_of(const at::Tensor& embeddings, const EvalOptions& options) {
   return gradcache::matryoshka_prefix(embeddings, options.prefix_dim, options.normalize_prefix).contiguous();
 }
 
-// Ranks the corpus for every query and scores the ranking.
-void search_and_score(const at::Tensor& all_docs, const at::Tensor& all_queries, const TokenizedEvalSet& data,
-                      const EvalOptions& options, DenseEvaluation& out) {
+// Ranks the corpus for every query and scores the ranking (and Phi's re-ranking of it, for the
+// full embeddings: Phi was trained on them, not on a prefix).
+void search_and_score(BiEncoder& model, const at::Tensor& all_docs, const at::Tensor& all_queries,
+                      const TokenizedEvalSet& data, const EvalOptions& options, DenseEvaluation& out) {
   const auto docs = prefix_of(all_docs, options), queries = prefix_of(all_queries, options);
   auto start = std::chrono::steady_clock::now();
   const DenseIndex index(docs, options.index);
   out.index = index.describe();
   out.index_seconds = seconds_since(start);
   start = std::chrono::steady_clock::now();
-  const TopK top = index.search(queries, options.top_k);
+  const bool rerank = options.rerank_k > 0 && model.similarity() && options.prefix_dim <= 0;
+  const TopK searched = index.search(queries, rerank ? std::max(options.top_k, options.rerank_k) : options.top_k);
   out.search_seconds = seconds_since(start);
+  const TopK top = first_columns(searched, options.top_k);
   out.metrics = compute_metrics(ranked_lists(top), data.relevant);
+  if (rerank) {
+    start = std::chrono::steady_clock::now();
+    auto phi = model.similarity();
+    const TopK reranked = rerank_top_k(searched, queries, docs, phi, options.rerank_k);
+    out.reranked = compute_metrics(ranked_lists(reranked), data.relevant);
+    out.rerank_k = reranked.indices.size(1);
+    out.rerank_seconds = seconds_since(start);
+  }
   if (!is_exact_index_type(options.index.type)) {
     DenseIndexOptions exact_options = options.index;
     exact_options.type = "exact";
@@ -122,7 +140,7 @@ DenseEvaluation evaluate_dense(BiEncoder& model, const TokenizedEvalSet& data, c
   const auto start = std::chrono::steady_clock::now();
   const auto [docs, queries] = encode_eval_set(model, data, options);
   out.encode_seconds = seconds_since(start);
-  search_and_score(docs, queries, data, options, out);
+  search_and_score(model, docs, queries, data, options, out);
   return out;
 }
 
@@ -136,10 +154,27 @@ std::vector<PrefixMetrics> evaluate_prefixes(BiEncoder& model, const TokenizedEv
     prefix.prefix_dim = dim;
     prefix.normalize_prefix = normalize;
     DenseEvaluation evaluation;
-    search_and_score(docs, queries, data, prefix, evaluation);
+    search_and_score(model, docs, queries, data, prefix, evaluation);
     out.push_back({dim, evaluation.metrics});
   }
   return out;
+}
+
+std::vector<PrefixMetrics> evaluate_prefixes_and_describe(BiEncoder& model, const TokenizedEvalSet& data,
+                                                          const EvalOptions& options, const std::vector<int64_t>& dims,
+                                                          bool normalize, const std::string& what,
+                                                          std::vector<std::string>& lines) {
+  const auto start = std::chrono::steady_clock::now();
+  auto all = evaluate_prefixes(model, data, options, dims, normalize);
+  for (const auto& p : all) {
+    char line[256];
+    std::snprintf(line, sizeof line, "%s%s: %s, %zu queries against %zu passages: R@10 %.4f  MRR@10 %.4f (%.1f s)",
+                  what.c_str(), p.dim > 0 ? (" @" + std::to_string(p.dim)).c_str() : "", data.name.c_str(),
+                  p.metrics.queries, data.corpus.size(), p.metrics.recall_at_10, p.metrics.mrr_at_10,
+                  seconds_since(start));
+    lines.push_back(line);
+  }
+  return all;
 }
 
 RetrievalMetrics evaluate(BiEncoder& model, const TokenizedEvalSet& data, const EvalOptions& options) {
@@ -163,14 +198,27 @@ Bm25Evaluation evaluate_bm25(const TextCollection& corpus, const TextCollection&
 }
 
 RetrievalMetrics evaluate_and_describe(BiEncoder& model, const TokenizedEvalSet& data, const EvalOptions& options,
-                                       const std::string& what, std::string& line) {
+                                       const std::string& what, std::string& line,
+                                       std::optional<RetrievalMetrics>* reranked) {
   const auto start = std::chrono::steady_clock::now();
-  auto metrics = evaluate(model, data, options);
+  EvalOptions dense_options = options;
+  if (!reranked) dense_options.rerank_k = 0;
+  const auto evaluation = evaluate_dense(model, data, dense_options);
+  const auto& metrics = evaluation.metrics;
   char text[256];
-  std::snprintf(text, sizeof text, "%s: %s, %zu queries against %zu passages: R@10 %.4f  MRR@10 %.4f (%.1f s)",
+  std::snprintf(text, sizeof text, "%s: %s, %zu queries against %zu passages: R@10 %.4f  MRR@10 %.4f",
                 what.c_str(), data.name.c_str(), metrics.queries, data.corpus.size(), metrics.recall_at_10,
-                metrics.mrr_at_10, std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+                metrics.mrr_at_10);
   line = text;
+  if (evaluation.reranked) {
+    std::snprintf(text, sizeof text, "; re-ranked by Phi (top %lld): R@10 %.4f  MRR@10 %.4f",
+                  static_cast<long long>(evaluation.rerank_k), evaluation.reranked->recall_at_10,
+                  evaluation.reranked->mrr_at_10);
+    line += text;
+    *reranked = evaluation.reranked;
+  }
+  std::snprintf(text, sizeof text, " (%.1f s)", seconds_since(start));
+  line += text;
   return metrics;
 }
 

@@ -64,6 +64,9 @@ struct EvalOptions {
   /// representations), re-normalised when normalize_prefix (the encoder normalises).
   int64_t prefix_dim = 0;
   bool normalize_prefix = false;
+  /// > 0 and the model has a learned similarity Phi: also re-rank each query's dense top
+  /// rerank_k with Phi (DenseEvaluation::reranked). 0: the dense ranking only.
+  int64_t rerank_k = 0;
 };
 
 /// A dense evaluation and how its search went.
@@ -75,6 +78,11 @@ struct DenseEvaluation {
   /// found in its own, averaged over queries; unset for an exact index (and @100 when
   /// top_k < 100).
   std::optional<double> recall_vs_exact_at_10, recall_vs_exact_at_100;
+  /// With EvalOptions::rerank_k and a model with Phi: the metrics of the same dense top
+  /// rerank_k re-ordered by Phi (the second stage), and how long Phi took.
+  std::optional<RetrievalMetrics> reranked;
+  int64_t rerank_k = 0;
+  double rerank_seconds = 0;
 };
 
 /// Encodes the corpus and the queries, ranks the corpus for every query with the index
@@ -87,6 +95,13 @@ DenseEvaluation evaluate_dense(BiEncoder& model, const TokenizedEvalSet& data, c
 std::vector<PrefixMetrics> evaluate_prefixes(BiEncoder& model, const TokenizedEvalSet& data,
                                              const EvalOptions& options, const std::vector<int64_t>& dims,
                                              bool normalize);
+
+/// evaluate_prefixes, timed, each prefix described in a line for a log as evaluate_and_describe
+/// does ("what @dim: name, N queries against M passages: R@10 ...", "what: ..." for dim 0).
+std::vector<PrefixMetrics> evaluate_prefixes_and_describe(BiEncoder& model, const TokenizedEvalSet& data,
+                                                          const EvalOptions& options, const std::vector<int64_t>& dims,
+                                                          bool normalize, const std::string& what,
+                                                          std::vector<std::string>& lines);
 
 /// evaluate_dense(...).metrics.
 RetrievalMetrics evaluate(BiEncoder& model, const TokenizedEvalSet& data, const EvalOptions& options = {});
@@ -107,8 +122,11 @@ Bm25Evaluation evaluate_bm25(const TextCollection& corpus, const TextCollection&
 
 /// evaluate(), timed, and described in one line for a log in `line`:
 /// "what: name, N queries against M passages: R@10 0.1234  MRR@10 0.0567 (1.2 s)".
+/// With `reranked` given (and options.rerank_k, and a model with Phi): the re-ranked metrics
+/// there too, and in the line: "...; re-ranked by Phi (top 100): R@10 0.2345  MRR@10 0.0789".
 RetrievalMetrics evaluate_and_describe(BiEncoder& model, const TokenizedEvalSet& data, const EvalOptions& options,
-                                       const std::string& what, std::string& line);
+                                       const std::string& what, std::string& line,
+                                       std::optional<RetrievalMetrics>* reranked = nullptr);
 
 }  // namespace retriever
 }  // namespace gradcache

@@ -50,6 +50,11 @@ SettingsTable<EvalSettings> make_eval_settings() {
             .hint("M")
             .checked(at_least(0)));
   add_search_settings(t);
+  t.add(field("rerank_k", &S::rerank_k, "--rerank-k",
+              "Runs with a learned similarity (--similarity mlp): also re-rank each query's dense top K with Phi, "
+              "a second row (0: none)")
+            .in_group("Search")
+            .checked(at_least(0)));
   t.add_check([](const S& s) {
     const int given = !s.corpus.empty() + !s.queries.empty() + !s.qrels.empty();
     return given == 0 || given == 3 ? "" : "--corpus, --queries and --qrels go together";
@@ -102,6 +107,7 @@ EvalReport evaluate_checkpoint(const EvalSettings& s, const EvalControl& control
     options.prefix_dim = report.dim = s.dim;
     options.normalize_prefix = normalizes;
   }
+  options.rerank_k = s.rerank_k;
   report.dense = evaluate_dense(model, set, options);
   report.metrics = report.dense.metrics;
   const auto prefix_dims = parse_dim_list(info.config.matryoshka, "--matryoshka");

@@ -32,6 +32,7 @@ struct EvalSettings {
   std::string bm25_index;                    ///< BM25 database directory ("" = temporary)
   double bm25_k1 = 0.9, bm25_b = 0.4;        ///< BM25 parameters (Anserini's defaults)
   int64_t dim = 0;                           ///< > 0: evaluate the embeddings' first dim dimensions only
+  int64_t rerank_k = 100;                    ///< runs with a learned similarity: dense candidates Phi re-ranks
 };
 
 /// The table every setting of EvalSettings is declared in.
@@ -43,7 +44,7 @@ struct EvalReport {
   size_t corpus_size = 0;
   int64_t step = 0;        ///< the checkpoint's training step
   RetrievalMetrics metrics;
-  DenseEvaluation dense;                 ///< how the search went (index, recall vs exact)
+  DenseEvaluation dense;                 ///< how the search went (index, recall vs exact, Phi's re-ranking)
   std::optional<Bm25Evaluation> bm25;    ///< the BM25 baseline (with --eval-bm25)
   int64_t dim = 0;                       ///< --dim: the prefix width `metrics` are of (0: all)
   std::vector<PrefixMetrics> prefixes;   ///< a --matryoshka run without --dim: each prefix width

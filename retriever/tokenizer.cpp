@@ -195,22 +195,29 @@ size_t utf8_prefix_length(std::string_view text, size_t limit) {
   return end;
 }
 
+/// sentencepiece's largest vocabulary for the texts, from its "Vocabulary size too high (8000).
+/// Please set it to a value <= 4421." (0 when `message` is another failure).
+int vocab_limit(const std::string& message) {
+  if (message.find("Vocabulary size too high") == std::string::npos) return 0;
+  const size_t at = message.find("<= ");
+  if (at == std::string::npos) return 0;
+  int limit = 0;
+  for (size_t i = at + 3; i < message.size() && std::isdigit(static_cast<unsigned char>(message[i])); ++i) {
+    if (limit > 100000000) return 0;  // no such vocabulary: not a number to trust
+    limit = 10 * limit + (message[i] - '0');
+  }
+  return limit;
+}
+
 /// Turns sentencepiece's vocabulary-size failures into errors that say what to change.
 [[noreturn]] void throw_training_error(const std::string& message, const TokenizerTrainOptions& options) {
   const std::string vocab = std::to_string(options.vocab_size);
-  const std::string too_high = "Vocabulary size too high";
-  if (message.find(too_high) != std::string::npos) {
-    // sentencepiece says "... Please set it to a value <= N."
-    std::string limit;
-    const size_t at = message.find("<= ");
-    if (at != std::string::npos) {
-      for (size_t i = at + 3; i < message.size() && std::isdigit(static_cast<unsigned char>(message[i])); ++i) {
-        limit += message[i];
-      }
-    }
+  if (message.find("Vocabulary size too high") != std::string::npos) {
+    const int limit = vocab_limit(message);
+    const std::string at_most = limit > 0 ? std::to_string(limit) : "";
     throw std::invalid_argument("tokenizer training: the training texts are too small for a vocabulary of " + vocab +
-                                " pieces (" + too_high + (limit.empty() ? "" : "; at most " + limit + " fit") +
-                                "): pass a smaller --vocab-size" + (limit.empty() ? "" : " (<= " + limit + ")") +
+                                " pieces (Vocabulary size too high" + (limit > 0 ? "; at most " + at_most + " fit" : "") +
+                                "): pass a smaller --vocab-size" + (limit > 0 ? " (<= " + at_most + ")" : "") +
                                 " or train on more text");
   }
   if (message.find("smaller than required_chars") != std::string::npos) {
@@ -239,6 +246,50 @@ void write_model_file(const std::string& path, const std::string& bytes) {
   } catch (const std::runtime_error& e) {
     throw std::runtime_error(std::string("cannot save the tokenizer model: ") + e.what());
   }
+}
+
+/// One sentencepiece training run on texts[order] with `options`: the model's bytes, or false
+/// and sentencepiece's message in `error`.
+bool train_model_bytes(const std::vector<std::string>& texts, const std::vector<size_t>& order,
+                       const TokenizerTrainOptions& options, std::string* model_bytes, std::string* error) {
+  const std::vector<std::pair<std::string, std::string>> settings = {
+      {"model_type", options.model_type},
+      {"vocab_size", std::to_string(options.vocab_size)},
+      {"num_threads", std::to_string(options.num_threads)},
+      {"pad_id", "0"},
+      {"unk_id", "1"},
+      {"bos_id", "-1"},
+      {"eos_id", "-1"},
+      // NFKC plus case folding: the encoders are small and trained from scratch, so spending
+      // vocabulary and training signal on "The" vs "the" buys little for retrieval.
+      {"normalization_rule_name", "nmt_nfkc_cf"},
+      // The sample is already drawn (choose_training_texts); keep sentencepiece from redrawing.
+      {"input_sentence_size", "0"},
+      {"shuffle_input_sentence", "false"},
+      // The texts are cut to this length above (sentencepiece would skip longer ones).
+      {"max_sentence_length", std::to_string(kMaxSentenceBytes)},
+      // Errors come back as a status, and the shim keeps whatever is logged off the terminal;
+      // below warnings there is only progress, which costs time to format.
+      {"minloglevel", "1"},
+  };
+  // Texts longer than max_sentence_length bytes are skipped by sentencepiece, so a long document
+  // would not be learned from at all: its first kMaxSentenceBytes bytes are used instead (cut on
+  // a character boundary, without copying).
+  std::vector<const char*> text_data;
+  std::vector<size_t> text_sizes;
+  text_data.reserve(order.size());
+  text_sizes.reserve(order.size());
+  for (const size_t i : order) {
+    text_data.push_back(texts[i].data());
+    text_sizes.push_back(utf8_prefix_length(texts[i], kMaxSentenceBytes));
+  }
+  std::vector<const char*> keys, values;
+  for (const auto& [key, value] : settings) {
+    keys.push_back(key.c_str());
+    values.push_back(value.c_str());
+  }
+  return ShimApi::get().train(keys.data(), values.data(), keys.size(), text_data.data(), text_sizes.data(),
+                              text_data.size(), append_to_string, model_bytes, append_to_string, error);
 }
 
 }  // namespace
@@ -326,47 +377,15 @@ Tokenizer Tokenizer::train(const std::vector<std::string>& texts, const Tokenize
                                 " training texts are empty; check the training data");
   }
 
-  const std::vector<std::pair<std::string, std::string>> settings = {
-      {"model_type", options.model_type},
-      {"vocab_size", std::to_string(options.vocab_size)},
-      {"num_threads", std::to_string(options.num_threads)},
-      {"pad_id", "0"},
-      {"unk_id", "1"},
-      {"bos_id", "-1"},
-      {"eos_id", "-1"},
-      // NFKC plus case folding: the encoders are small and trained from scratch, so spending
-      // vocabulary and training signal on "The" vs "the" buys little for retrieval.
-      {"normalization_rule_name", "nmt_nfkc_cf"},
-      // The sample is already drawn (choose_training_texts); keep sentencepiece from redrawing.
-      {"input_sentence_size", "0"},
-      {"shuffle_input_sentence", "false"},
-      // The texts are cut to this length above (sentencepiece would skip longer ones).
-      {"max_sentence_length", std::to_string(kMaxSentenceBytes)},
-      // Errors come back as a status, and the shim keeps whatever is logged off the terminal;
-      // below warnings there is only progress, which costs time to format.
-      {"minloglevel", "1"},
-  };
-  // Texts longer than max_sentence_length bytes are skipped by sentencepiece, so a long document
-  // would not be learned from at all: its first kMaxSentenceBytes bytes are used instead (cut on
-  // a character boundary, without copying).
-  std::vector<const char*> text_data;
-  std::vector<size_t> text_sizes;
-  text_data.reserve(order.size());
-  text_sizes.reserve(order.size());
-  for (const size_t i : order) {
-    text_data.push_back(texts[i].data());
-    text_sizes.push_back(utf8_prefix_length(texts[i], kMaxSentenceBytes));
-  }
-  std::vector<const char*> keys, values;
-  for (const auto& [key, value] : settings) {
-    keys.push_back(key.c_str());
-    values.push_back(value.c_str());
-  }
-  const ShimApi& api = ShimApi::get();
   std::string model_bytes, error;
-  if (!api.train(keys.data(), values.data(), keys.size(), text_data.data(), text_sizes.data(), text_data.size(),
-                 append_to_string, &model_bytes, append_to_string, &error)) {
-    throw_training_error(error, options);
+  if (!train_model_bytes(texts, order, options, &model_bytes, &error)) {
+    const int limit = vocab_limit(error);
+    if (!options.fit_vocab_size || limit < 3 || limit >= options.vocab_size) throw_training_error(error, options);
+    TokenizerTrainOptions fitted = options;  // the most pieces these texts support
+    fitted.vocab_size = limit;
+    model_bytes.clear();
+    error.clear();
+    if (!train_model_bytes(texts, order, fitted, &model_bytes, &error)) throw_training_error(error, fitted);
   }
   auto model = std::make_shared<const Model>(model_bytes, "(just trained)");
   write_model_file(model_path, model_bytes);

@@ -21,6 +21,10 @@ struct TokenizerTrainOptions {
   /// fixed seed (deterministic). Bounds training time: 100k short texts train an 8000-piece
   /// unigram model in 11-16 s on 2 shared cores (all 220k texts: 23-34 s).
   size_t max_sentences = 100000;
+  /// When the texts support fewer pieces than vocab_size (sentencepiece's "Vocabulary size too
+  /// high"), train with the most they support instead of failing; vocab_size() of the result
+  /// tells. A default vocabulary must not fail on a small training file.
+  bool fit_vocab_size = false;
 };
 
 /// A sentencepiece tokenizer. Ids: 0 = padding, 1 = unknown; no BOS/EOS (the encoders mean-pool).

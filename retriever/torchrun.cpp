@@ -32,7 +32,8 @@ distributed::Rendezvous torchrun_rendezvous() {
   if (!env("RANK") || !env("WORLD_SIZE") || !env("MASTER_ADDR") || !env("MASTER_PORT")) {
     throw std::invalid_argument(
         "RANK, WORLD_SIZE, MASTER_ADDR and MASTER_PORT must be set; launch with torchrun (e.g. torchrun "
-        "--nproc_per_node=2 --no-python PROGRAM ARGS)");
+        "--nproc_per_node=2 --no_python PROGRAM ARGS; torchrun 2.x spells it --no-python), or use --nproc N on one "
+        "machine");
   }
   distributed::Rendezvous r;
   r.rank = env_int("RANK", 0);

@@ -4,6 +4,7 @@
 #include "retriever/files.h"
 #include "retriever/matryoshka_settings.h"
 #include "retriever/model_selection_settings.h"
+#include "retriever/similarity_settings.h"
 #include "retriever/text_data.h"
 
 #include <gradcache/precision.h>
@@ -93,9 +94,6 @@ void add_batching_settings(Table& t) {
                 "sees only its own negatives)")
             .in_group(group)
             .checked(one_of({"cache", "full", "accumulate"})));
-  t.add(field("loss", &TrainConfig::loss, "--loss", "infonce or symmetric")
-            .in_group(group)
-            .checked(one_of({"infonce", "symmetric"})));
   t.add(field("batch_size", &TrainConfig::batch_size, "--batch-size",
                 "Contrastive batch: pairs that see each other as negatives")
             .in_group(group)
@@ -155,6 +153,26 @@ void add_batching_settings(Table& t) {
             .in_group(group)
             .per_rank()
             .free_on_resume());
+}
+
+// The contrastive loss and how the streaming losses tile it.
+void add_loss_settings(Table& t) {
+  const char* group = "Training";
+  t.add(field("loss", &TrainConfig::loss, "--loss",
+                "infonce (query to passage), symmetric (also passage to query), or streaming / "
+                "streaming-symmetric: the same losses computed tile by tile, never holding the batch x batch "
+                "score matrix (memory independent of the batch beyond O(batch x dim); see --tile)")
+            .in_group(group)
+            .checked(one_of({"infonce", "symmetric", "streaming", "streaming-symmetric"})));
+  // The tile changes only the order of the loss's summations (and its memory and time), as
+  // the chunk size does the encoders'.
+  t.add(field("tile_size", &TrainConfig::tile_size, "--tile",
+                "Streaming losses (and a multi-process run's sharded loss): rows and columns of one score tile; "
+                "the loss holds about three tile x tile float buffers")
+            .in_group(group)
+            .hint("N")
+            .per_rank()
+            .checked(positive()));
 }
 
 void add_optimisation_settings(Table& t) {
@@ -309,12 +327,14 @@ Table make_train_settings() {
   add_data_settings(t);
   add_model_settings(t);
   add_batching_settings(t);
+  add_loss_settings(t);
   add_optimisation_settings(t);
   add_machine_settings(t);
   add_output_settings(t);
   add_cross_checks(t);
   add_model_selection_settings(t);
   add_matryoshka_settings(t);
+  add_similarity_settings(t);
   return t;
 }
 

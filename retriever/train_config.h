@@ -30,9 +30,9 @@ struct TrainConfig {
   // Model
   std::string model;  ///< TorchScript encoder file; "" = the built-in Transformer
   int64_t dim = 64;
-  int64_t layers = 2;
+  int64_t layers = 1;
   int64_t heads = 4;
-  int64_t ffn_dim = 256;
+  int64_t ffn_dim = 128;
   int64_t projection_dim = 0;
   double dropout = 0.1;
   bool normalize = true;
@@ -40,23 +40,24 @@ struct TrainConfig {
 
   // Training
   std::string mode = "cache";  ///< "cache" | "full" | "accumulate"
-  std::string loss = "infonce";  ///< "infonce" | "symmetric"
+  std::string loss = "infonce";  ///< "infonce" | "symmetric" | "streaming" | "streaming-symmetric"
+  int64_t tile_size = 1024;      ///< streaming (and sharded) loss: rows and columns of one score tile
   std::string matryoshka;          ///< prefix widths the loss is summed over, "64,32,16"; "" = off
   std::string matryoshka_weights;  ///< one weight per prefix, "1,1,1"; "" = 1 each
   int64_t batch_size = 1024;   ///< the contrastive batch: queries that see each other's passages
-  int64_t chunk_size = 64;     ///< cache: rows per forward pass (the memory knob)
+  int64_t chunk_size = 128;    ///< cache: rows per forward pass (the memory knob)
   int64_t passage_chunk_size = 0;  ///< rows per passage forward pass (0: chunk_size)
   bool chunk_size_auto = false;    ///< choose both from chunk_memory by measurement (--chunk-size auto)
   int64_t chunk_memory = 0;        ///< bytes one chunk's forward + backward may use (with chunk_size_auto)
   int64_t chunk_tokens = 0;        ///< > 0: chunks bounded by tokens (rows x longest) instead of rows
-  int64_t sub_batch_size = 64;     ///< accumulate: queries per sub-batch (as chunk_size: equal memory per forward)
+  int64_t sub_batch_size = 128;    ///< accumulate: queries per sub-batch (as chunk_size: equal memory per forward)
   bool sort_by_length = true;      ///< order each batch by query length (less padding; not in accumulate)
   int64_t retain_chunks = 0;       ///< chunks per model kept with their graph (0: none; -1: what retain_memory allows)
   int64_t retain_memory = 0;       ///< bytes of activations retained chunks may hold (0: no budget)
   int64_t negatives = 0;       ///< hard negatives per query
-  int64_t epochs = 1;
+  int64_t epochs = 4;
   int64_t steps = 0;           ///< > 0: stop after this many optimizer steps
-  double lr = 2e-3;
+  double lr = 3e-3;
   double weight_decay = 0.01;
   double warmup = 0.1;         ///< fraction of the steps with a linear warm-up
   double max_grad_norm = 1.0;  ///< 0: no clipping
@@ -78,6 +79,14 @@ struct TrainConfig {
   bool eval_bm25 = true;      ///< with eval: a BM25 baseline row (Xapian) in the end-of-run table
   int64_t eval_batch_size = 512;
   bool quick = false;       ///< a tiny run for smoke tests
+
+  // Learned similarity (declared in similarity_settings.cpp)
+  std::string similarity = "dot";  ///< "dot" | "mlp" (a learned Phi trained through the dual cache)
+  int64_t phi_hidden = 0;          ///< Phi's hidden width; 0: twice the representation width
+  double phi_dropout = 0.1;        ///< dropout on Phi's hidden layer
+  bool phi_dot = true;             ///< Phi = MLP + q.p / temperature (false: the MLP alone)
+  int64_t phi_tile = 64;           ///< dual cache: queries and passages per tile of Phi's pairs
+  int64_t rerank_k = 100;          ///< evaluation: dense candidates per query re-ranked by Phi
 
   // Model selection (declared in model_selection_settings.cpp)
   int64_t eval_every = 0;              ///< steps between dev evaluations; 0: none

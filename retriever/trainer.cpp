@@ -73,7 +73,7 @@ class Run {
   void write_curves();
   bool stop_requested() const;
   void log(const std::string& text) { progress_->message(text); }
-  std::optional<RetrievalMetrics> evaluate_now(const char* what);
+  std::optional<RetrievalMetrics> evaluate_now(const char* what, std::optional<RetrievalMetrics>* reranked = nullptr);
   std::optional<RetrievalMetrics> evaluate_bm25_now();
   std::optional<RetrievalMetrics> evaluate_trained();
   void write_summary();
@@ -208,7 +208,9 @@ void Run::build_step() {
                      .precision(model_->precision())
                      .scaler(model_->scaler())
                      .group(group_)
-                     .sharded_loss(model_->sharded_loss());
+                     .sharded_loss(model_->sharded_loss())
+                     .similarity(model_->similarity())
+                     .similarity_options(model_->similarity_options());
   auto& model = model_->model();
   step_ = make_training_step(model.query_model(), model.passage_model(), model_->loss(), options);
 }
@@ -362,13 +364,15 @@ bool Run::stop_requested() const {
   return group_ ? distributed::any_rank(*group_)(stop != 0) : stop != 0;
 }
 
-std::optional<RetrievalMetrics> Run::evaluate_now(const char* what) {
+// With `reranked` and a learned similarity: also the dense top --rerank-k re-ranked by Phi.
+std::optional<RetrievalMetrics> Run::evaluate_now(const char* what, std::optional<RetrievalMetrics>* reranked) {
   if (!data_->eval_set() || !writer()) return std::nullopt;
   EvalOptions options;
   options.batch_size = config_.eval_batch_size;
   options.device = device_;
+  options.rerank_k = config_.rerank_k;
   std::string line;
-  auto metrics = evaluate_and_describe(model_->model(), *data_->eval_set(), options, what, line);
+  auto metrics = evaluate_and_describe(model_->model(), *data_->eval_set(), options, what, line, reranked);
   log(line);
   return metrics;
 }
@@ -394,26 +398,19 @@ std::optional<RetrievalMetrics> Run::evaluate_bm25_now() {
   return bm25.metrics;
 }
 
-// After training: the model's metrics, and with --matryoshka those of each prefix width too
-// (from the same embeddings).
+// After training: the model's metrics, and with --matryoshka each prefix width's (one encoding).
 std::optional<RetrievalMetrics> Run::evaluate_trained() {
   auto dims = parse_dim_list(config_.matryoshka, "--matryoshka");
-  if (dims.empty()) return evaluate_now("trained");
+  if (dims.empty()) return evaluate_now("trained", &result_.trained_reranked);
   if (!data_->eval_set() || !writer()) return std::nullopt;
   EvalOptions options;
   options.batch_size = config_.eval_batch_size;
   options.device = device_;
   dims.insert(dims.begin(), 0);  // all dimensions: the trained row
-  const auto start = Clock::now();
-  const auto all = evaluate_prefixes(model_->model(), *data_->eval_set(), options, dims, encoder_normalizes(config_));
-  for (const auto& p : all) {
-    char line[256];
-    std::snprintf(line, sizeof line, "trained%s: %s, %zu queries against %zu passages: R@10 %.4f  MRR@10 %.4f (%.1f s)",
-                  p.dim > 0 ? (" @" + std::to_string(p.dim)).c_str() : "", data_->eval_set()->name.c_str(),
-                  p.metrics.queries, data_->eval_set()->corpus.size(), p.metrics.recall_at_10, p.metrics.mrr_at_10,
-                  seconds_since(start));
-    log(line);
-  }
+  std::vector<std::string> lines;
+  const auto all = evaluate_prefixes_and_describe(model_->model(), *data_->eval_set(), options, dims,
+                                                  encoder_normalizes(config_), "trained", lines);
+  for (const auto& line : lines) log(line);
   result_.trained_prefixes.assign(all.begin() + 1, all.end());
   return all.front().metrics;
 }
@@ -432,6 +429,10 @@ void Run::write_summary() {
                          {"trained", result_.trained ? to_json(*result_.trained) : nlohmann::json(nullptr)},
                          {"matryoshka", config_.matryoshka.empty() ? nlohmann::json(nullptr)
                                                                    : to_json(result_.trained_prefixes)}};
+  if (result_.trained_reranked) {  // --similarity mlp: the second stage's row
+    summary["trained_reranked"] = to_json(*result_.trained_reranked);
+    summary["rerank_k"] = config_.rerank_k;
+  }
   directory_->write("summary.json", summary.dump(2) + "\n");
 }
 

@@ -39,6 +39,8 @@ struct TrainResult {
   double final_loss = 0, wall_seconds = 0, peak_rss_mb = 0;
   std::string eval_name;
   std::optional<RetrievalMetrics> untrained, trained;
+  /// --similarity mlp: the trained model's dense top config.rerank_k re-ranked by Phi.
+  std::optional<RetrievalMetrics> trained_reranked;
   std::optional<RetrievalMetrics> bm25;  ///< the BM25 baseline of the evaluation set (--eval-bm25)
   std::vector<PrefixMetrics> trained_prefixes;  ///< --matryoshka: the trained model at each prefix width
   std::string checkpoint;  ///< path of the last checkpoint written

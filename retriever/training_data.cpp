@@ -86,8 +86,15 @@ void TrainingData::load_tokenizer(const TaskData& task, const TokenizerSource& s
   }
   TokenizerTrainOptions options;
   options.vocab_size = static_cast<int>(config_.vocab_size);
+  options.fit_vocab_size = true;
   const auto start = std::chrono::steady_clock::now();
   tokenizer_ = Tokenizer::train(texts, options, source.trained_path);
+  if (tokenizer_->vocab_size() < config_.vocab_size) {
+    const std::string pieces = std::to_string(tokenizer_->vocab_size());
+    log("note: --vocab-size " + std::to_string(config_.vocab_size) +
+        " is more than the training texts support; the tokenizer has the most they do, " + pieces +
+        " pieces (pass --vocab-size " + pieces + " or less to silence this, or train on more text)");
+  }
   log("trained a " + std::to_string(tokenizer_->vocab_size()) + "-piece tokenizer in " +
       std::to_string(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count()).substr(0, 4) +
       " s");

@@ -2,12 +2,14 @@
 
 #include "retriever/matryoshka_settings.h"
 #include "retriever/training_data.h"
+#include "retriever/training_loss.h"
 
-#include <gradcache/contrastive_loss.h>
 #include <gradcache/distributed.h>
 #include <gradcache/sharded_loss.h>
 
 #include <torch/torch.h>
+
+#include <stdexcept>
 
 namespace gradcache {
 namespace retriever {
@@ -36,19 +38,26 @@ TrainingModel::TrainingModel(const TrainConfig& config, const c10::Device& devic
   }
   if (resume.info) load_training_state(resume.path, *optimizer_, device, rank, scaler_.get());
 
-  auto options = ContrastiveLossOptions().temperature(config.temperature);
-  if (config.loss == "symmetric") {
-    loss_ = SymmetricContrastiveLoss(options);
-  } else {
-    loss_ = SimpleContrastiveLoss(options);
-  }
+  loss_ = make_loss(config);
+  if (model_->similarity()) set_up_similarity(config, group);
   if (group && group->world_size() > 1) {  // each rank computes its share: the loss's time and memory / W
-    sharded_loss_ = distributed::ShardedContrastiveLoss(
-        *group, StreamingLossOptions().temperature(config.temperature).symmetric(config.loss == "symmetric"));
+    sharded_loss_ = distributed::ShardedContrastiveLoss(*group, streaming_loss_options(config));
   }
   // --matryoshka: the same loss summed over the prefixes of the one cached representation.
   loss_ = with_matryoshka(loss_, config);
   sharded_loss_ = with_matryoshka(sharded_loss_, config);
+}
+
+// Temperature 1: Phi's dot term is already divided by --temperature, and the MLP learns the
+// scale of its own output (dividing it too would only rescale its initialisation).
+void TrainingModel::set_up_similarity(const TrainConfig& config, const distributed::ProcessGroup* group) {
+  if (group && group->world_size() > 1) {
+    throw std::invalid_argument("--similarity mlp trains in one process: the dual gradient cache does not gather "
+                                "Phi's scores across processes; run without --nproc N and without torchrun");
+  }
+  similarity_ = PairScorer(model_->similarity());
+  similarity_options_ =
+      DualCacheOptions().temperature(1.0).symmetric(config.loss == "symmetric").tile_size(config.phi_tile);
 }
 
 void TrainingModel::prepare_step(double lr) {

@@ -9,6 +9,7 @@
 #include <gradcache/grad_scaler.h>
 #include <gradcache/loss.h>
 #include <gradcache/precision.h>
+#include <gradcache/similarity.h>
 
 #include <torch/optim/adamw.h>
 
@@ -47,6 +48,10 @@ class TrainingModel {
   Precision precision() const { return precision_; }
   const std::shared_ptr<GradScaler>& scaler() const { return scaler_; }  ///< fp16 only
   torch::optim::AdamW& optimizer() { return *optimizer_; }
+  /// With --similarity mlp: the model's Phi as the training step scores with it, and the dual
+  /// cache's options; else undefined (the dot-product loss).
+  const PairScorer& similarity() const { return similarity_; }
+  const DualCacheOptions& similarity_options() const { return similarity_options_; }
 
   /// Sets the learning rate and zeroes the gradients, before a step.
   void prepare_step(double lr);
@@ -56,12 +61,16 @@ class TrainingModel {
   double lr() const;
 
  private:
+  void set_up_similarity(const TrainConfig& config, const distributed::ProcessGroup* group);
+
   std::optional<BiEncoder> model_;
   std::unique_ptr<torch::optim::AdamW> optimizer_;
   Precision precision_ = Precision::fp32;
   std::shared_ptr<GradScaler> scaler_;  // fp16 only: bf16 has fp32's exponent range
   Loss loss_;
   Loss sharded_loss_;
+  PairScorer similarity_;
+  DualCacheOptions similarity_options_;
 };
 
 }  // namespace retriever

@@ -2,6 +2,7 @@
 
 #include <gradcache/distributed.h>
 #include <gradcache/grad_cache.h>
+#include <gradcache/similarity.h>
 
 #include <ATen/ATen.h>
 
@@ -68,6 +69,7 @@ class DirectStep : public TrainingStep {
         passage_model_(std::move(passage_model)),
         loss_(std::move(loss)),
         parameters_(unique_parameters(query_model_, passage_model_)) {
+    for (const auto& p : options_.similarity().parameters()) parameters_.push_back(p);
     if (options_.group()) synchronizer_.emplace(*options_.group());
   }
 
@@ -194,7 +196,22 @@ class AccumulateStep : public DirectStep {
   }
 };
 
-// Gradient Cache: the library's GradCache, or its data-parallel form with a group.
+// InfoNCE over Phi's [N, M] scores with one graph: what the dual cache computes in tiles.
+Loss similarity_loss(PairScorer phi, DualCacheOptions o) {
+  return [phi, o](const at::Tensor& q, const at::Tensor& p) {
+    const auto s = phi(q, p) / o.temperature();
+    const auto t = at::arange(0, p.size(0), p.size(0) / q.size(0), s.options().dtype(at::kLong));
+    const auto reduction = o.reduction() == Reduction::Sum ? at::Reduction::Sum : at::Reduction::Mean;
+    const auto forward = at::cross_entropy_loss(s, t, {}, reduction);
+    if (!o.symmetric()) return forward;
+    const auto backward = at::cross_entropy_loss(s.index_select(1, t).t(), at::arange(q.size(0), t.options()), {},
+                                                 reduction);
+    return (forward + backward) / 2;
+  };
+}
+
+// Gradient Cache: the library's GradCache, its data-parallel form with a group, or the dual
+// cache with a learned similarity.
 class CacheStep : public TrainingStep {
  public:
   CacheStep(Model query_model, Model passage_model, Loss loss, StepOptions options) : TrainingStep(std::move(options)) {
@@ -208,7 +225,10 @@ class CacheStep : public TrainingStep {
     const int64_t passage_chunk =
         options_.passage_chunk_size() > 0 ? options_.passage_chunk_size() : options_.chunk_size();
     std::vector<int64_t> chunk_sizes{options_.chunk_size(), passage_chunk};
-    if (options_.group()) {
+    if (options_.similarity().defined()) {
+      cache_ = std::make_unique<DualGradCache>(models, chunk_sizes, options_.similarity(),
+                                               options_.similarity_options(), cache_options);
+    } else if (options_.group()) {
       cache_ = std::make_unique<distributed::DistributedGradCache>(
           *options_.group(), models, chunk_sizes, whole_batch_loss(std::move(loss), options_), cache_options,
           distributed::DistributedOptions().gather_inputs(false));  // whole_batch_loss gathers when it must
@@ -226,7 +246,7 @@ class CacheStep : public TrainingStep {
   }
 
  private:
-  std::unique_ptr<GradCache> cache_;
+  std::unique_ptr<GradCacheBase> cache_;
 };
 
 void check_options(const StepOptions& o) {
@@ -241,6 +261,10 @@ void check_options(const StepOptions& o) {
   require(o.sub_batch_size() > 0, "sub_batch_size must be positive, got " + std::to_string(o.sub_batch_size()));
   require(o.retain_chunks() >= -1, "retain_chunks must be >= 0 (or -1), got " + std::to_string(o.retain_chunks()));
   require(o.retain_memory() >= 0, "retain_memory must be >= 0, got " + std::to_string(o.retain_memory()));
+  if (!o.similarity().defined()) return;
+  require(!o.group() || o.group()->world_size() == 1,
+          "a learned similarity trains in one process: the dual cache does not gather Phi's scores across ranks");
+  require(!o.scaler(), "a learned similarity takes no fp16 loss scaler (Phi's gradients are not scaled)");
 }
 
 }  // namespace
@@ -248,6 +272,7 @@ void check_options(const StepOptions& o) {
 std::unique_ptr<TrainingStep> make_training_step(Model query_model, Model passage_model, Loss loss,
                                                  StepOptions options) {
   check_options(options);
+  if (options.similarity().defined()) loss = similarity_loss(options.similarity(), options.similarity_options());
   if (options.mode() == "cache") {
     return std::make_unique<CacheStep>(std::move(query_model), std::move(passage_model), std::move(loss),
                                        std::move(options));

@@ -9,6 +9,7 @@
 #include <gradcache/model.h>
 #include <gradcache/model_input.h>
 #include <gradcache/precision.h>
+#include <gradcache/similarity.h>
 #include <gradcache/split.h>
 
 #include <torch/arg.h>
@@ -55,6 +56,13 @@ struct StepOptions {
   /// gathering every rank's representations for the loss; accumulate keeps the loss (each
   /// rank's sub-batch is its own). Undefined: gather.
   TORCH_ARG(Loss, sharded_loss);
+  /// A learned similarity Phi (--similarity mlp). When defined, the loss is InfoNCE over Phi's
+  /// scores (similarity_options: temperature, symmetric, tile) and `loss` is not used: cache
+  /// trains Phi through the dual gradient cache (DualGradCache), full and accumulate by autograd
+  /// over Phi's score matrix of the batch (sub-batch). Phi's gradients accumulate with the
+  /// encoders'. One process only (no group), and no fp16 scaler.
+  TORCH_ARG(PairScorer, similarity);
+  TORCH_ARG(DualCacheOptions, similarity_options);
 };
 
 /// Accumulates into the parameters' gradients those of the contrastive loss of one batch.

@@ -128,6 +128,16 @@ expect_status 0 $? "train --batch-size 1 --negatives 1"
 grep -q "warning: --batch-size 1: each query is compared with only its 1 hard negatives" "$work/neg.err" ||
   fail "no warning for --batch-size 1 with hard negatives"
 
+# The default --vocab-size on a small training file: the tokenizer gets the most pieces the
+# texts support, with a notice, instead of an error.
+awk 'BEGIN { for (i = 1; i <= 300; i++) printf "query %d about cats\tpassage %d on dogs and cats\n", i, i }' \
+  >"$work/small.tsv"
+"$bin" train --quick --train-file "$work/small.tsv" --vocab-size 8000 --steps 2 --eval false --output "$work/small" \
+  >/dev/null 2>"$work/small.err"
+expect_status 0 $? "train --vocab-size 8000 on a small file"
+grep -q "note: --vocab-size 8000 is more than the training texts support" "$work/small.err" ||
+  fail "no notice for a vocabulary the texts cannot support"
+
 # --eval-baseline false: only the trained model is evaluated.
 "$bin" train --quick --steps 2 --eval-baseline false --output "$work/nobase" >"$work/nobase.out" 2>"$work/nobase.err"
 expect_status 0 $? "train --eval-baseline false"

@@ -224,6 +224,23 @@ TEST_F(TokenizerTest, VocabularyTooLargeForTheTexts) {
   EXPECT_FALSE(fs::exists(path + ".tmp"));
 }
 
+// With fit_vocab_size (the CLI's setting), the same request trains the largest vocabulary the
+// texts support: sentencepiece's limit, below the request, and above the fixture's size.
+TEST_F(TokenizerTest, VocabularyTooLargeIsFittedWhenAsked) {
+  TokenizerTrainOptions huge = options_;
+  huge.vocab_size = 50000;
+  huge.fit_vocab_size = true;
+  const std::string path = path_in_dir("fitted.model");
+  const Tokenizer fitted = Tokenizer::train(*corpus_, huge, path);
+  EXPECT_LT(fitted.vocab_size(), 50000);
+  EXPECT_GT(fitted.vocab_size(), options_.vocab_size);
+  EXPECT_TRUE(fs::exists(path));
+  // One more piece than the fitted size is refused: the fit is the limit, not a guess below it.
+  TokenizerTrainOptions one_more = options_;
+  one_more.vocab_size = static_cast<int>(fitted.vocab_size()) + 1;
+  EXPECT_THROW(Tokenizer::train(*corpus_, one_more, path_in_dir("one_more.model")), std::invalid_argument);
+}
+
 TEST_F(TokenizerTest, BadTrainingArguments) {
   TokenizerTrainOptions word = options_;
   word.model_type = "word";

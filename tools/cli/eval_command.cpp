@@ -47,6 +47,10 @@ void print(const retriever::EvalReport& report, bool json) {
     if (report.bm25) j["bm25"] = retriever::to_json(report.bm25->metrics);
     if (report.dim > 0) j["dim"] = report.dim;
     if (!report.prefixes.empty()) j["matryoshka"] = retriever::to_json(report.prefixes);
+    if (report.dense.reranked) {
+      j["reranked"] = retriever::to_json(*report.dense.reranked);
+      j["reranked"]["k"] = report.dense.rerank_k;
+    }
     std::cout << j.dump(2) << std::endl;
     return;
   }
@@ -54,6 +58,11 @@ void print(const retriever::EvalReport& report, bool json) {
       {"step " + std::to_string(report.step) + (report.dim > 0 ? " @" + std::to_string(report.dim) : ""),
        report.metrics}};
   for (auto& row : retriever::prefix_rows("step " + std::to_string(report.step), report.prefixes)) rows.push_back(row);
+  if (report.dense.reranked) {
+    rows.emplace_back("step " + std::to_string(report.step) + ", top " + std::to_string(report.dense.rerank_k) +
+                          " re-ranked by Phi",
+                      *report.dense.reranked);
+  }
   if (report.bm25) rows.emplace_back("bm25", report.bm25->metrics);
   std::cout << report.data_name << " (" << report.metrics.queries << " queries, " << report.corpus_size
             << " passages)\n"

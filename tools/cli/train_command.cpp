@@ -35,7 +35,11 @@ void add_run_flags(CLI::App& cmd, RunFlags& flags) {
   auto* run = cmd.add_option_group("Starting and resuming");
   run->add_flag("--resume", flags.resume, "Continue the run in --output from its checkpoint");
   run->add_flag("--overwrite", flags.overwrite, "Start afresh even if --output holds a run");
-  auto* dist = cmd.add_option_group("Several processes (--nproc N on this machine; torchrun for several machines)");
+  auto* dist = cmd.add_option_group(
+      "Several processes",
+      "--nproc N on this machine; on several machines, torchrun starts the processes: torchrun "
+      "--nnodes M --nproc_per_node N --rdzv_endpoint HOST:PORT --no_python gradcache train ... (torchrun 1.13, "
+      "Debian's, spells it --no_python; torchrun 2.x --no-python)");
   dist->add_option("--nproc", flags.nproc,
                    "Processes on this machine, started and watched by this one (default 1); auto: the cores "
                    "divided by the threads per process")
@@ -93,6 +97,10 @@ int report(const retriever::TrainResult& result) {
     if (result.untrained) rows.emplace_back("untrained", *result.untrained);
     rows.emplace_back("trained", *result.trained);
     for (auto& row : retriever::prefix_rows("trained", result.trained_prefixes)) rows.push_back(row);
+    if (result.trained_reranked) {
+      rows.emplace_back("trained, top " + std::to_string(result.config.rerank_k) + " re-ranked by Phi",
+                        *result.trained_reranked);
+    }
     if (result.bm25) rows.emplace_back("bm25", *result.bm25);
     std::cout << "\n" << result.eval_name << " (" << result.trained->queries << " queries)\n"
               << retriever::format_metrics_table(rows);
@@ -141,6 +149,12 @@ std::function<int()> add_train_command(CLI::App& app) {
     }
     const std::string nproc = flags->nproc.empty() ? "1" : flags->nproc;
     const int processes = retriever::resolve_process_count(nproc, threads_per_process(c));
+    if (c.similarity == "mlp" && (processes > 1 || retriever::started_by_torchrun())) {
+      std::cerr << "gradcache train: error: --similarity mlp trains in one process (the dual gradient cache does "
+                   "not gather Phi's scores across processes): drop --nproc "
+                << nproc << " or launch without torchrun" << std::endl;
+      return 2;
+    }
     if (processes > 1) return launch_local_ranks(*flags, c, processes);
     retriever::TrainOptions options;
     options.resume = flags->resume;

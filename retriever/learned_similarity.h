@@ -1,0 +1,44 @@
+// The retriever's learned similarity Phi (--similarity mlp): the library's PairMlp, optionally
+// on top of the encoders' scaled dot product, trained with them through the dual gradient
+// cache (gradcache/similarity.h) and used to re-rank the dense top K.
+#pragma once
+
+#include <gradcache/similarity.h>
+
+#include <torch/arg.h>
+#include <torch/nn/module.h>
+#include <torch/nn/pimpl.h>
+
+#include <cstdint>
+
+namespace gradcache {
+namespace retriever {
+
+struct LearnedSimilarityOptions {
+  LearnedSimilarityOptions(int64_t dim, int64_t hidden) : dim_(dim), hidden_(hidden) {}
+  /// Width of the representations (the encoder's output).
+  TORCH_ARG(int64_t, dim);
+  /// Hidden width of the pair MLP.
+  TORCH_ARG(int64_t, hidden);
+  /// Dropout on the MLP's hidden layer (training only).
+  TORCH_ARG(double, dropout) = 0.0;
+  /// > 0: Phi adds q . p / dot_temperature to the MLP, so that the encoders keep being trained
+  /// for the dot product the first stage ranks by (the MLP learns a correction); 0: the MLP alone.
+  TORCH_ARG(double, dot_temperature) = 0.0;
+};
+
+/// Phi(q, p) = MLP(q, p) [+ q . p / dot_temperature]. forward(q [a, d], p [b, d]) -> [a, b]
+/// (all pairs, what the dual cache scores); score_pairs(q [k, d], p [k, d]) -> [k] (aligned
+/// pairs, what re-ranking scores).
+struct LearnedSimilarityImpl : torch::nn::Module {
+  explicit LearnedSimilarityImpl(LearnedSimilarityOptions options);
+  at::Tensor forward(const at::Tensor& q, const at::Tensor& p);
+  at::Tensor score_pairs(const at::Tensor& q, const at::Tensor& p);
+
+  LearnedSimilarityOptions options;
+  PairMlp mlp{nullptr};
+};
+TORCH_MODULE(LearnedSimilarity);
+
+}  // namespace retriever
+}  // namespace gradcache
