@@ -15,6 +15,10 @@ std::string check_similarity(const TrainConfig& c) {
     return "--similarity mlp trains InfoNCE over Phi's scores (--loss infonce or symmetric); --loss " + c.loss +
            " is a loss over the dot product: drop one of them";
   }
+  if (!c.matryoshka.empty()) {
+    return "--similarity mlp scores full-width representations with Phi; --matryoshka trains prefixes for the "
+           "dot product: drop one of them";
+  }
   if (!c.model.empty()) {
     return "--similarity mlp needs the built-in encoder (Phi is sized by --dim or --projection); a --model "
            "TorchScript encoder's width is not known before it runs";

@@ -43,4 +43,6 @@ refused() {  # name, status, expected message, then train flags
 refused nproc 2 "--similarity mlp trains in one process" --similarity mlp --nproc 2
 refused hidden 1 "--phi-hidden is used only with --similarity mlp" --phi-hidden 32
 refused kind 1 "--similarity must be dot or mlp" --similarity cosine
+refused matryoshka 1 "--matryoshka trains prefixes for the dot product" --similarity mlp --matryoshka 64,32
+refused streaming 1 "is a loss over the dot product" --similarity mlp --loss streaming
 echo "similarity_cli_test: ok"
