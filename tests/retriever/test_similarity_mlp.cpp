@@ -11,6 +11,7 @@
 #include "retriever/search.h"
 #include "retriever/train_config.h"
 #include "retriever/training_step.h"
+#include "tests/retriever/step_batch.h"
 #include "tests/retriever/train_test_util.h"
 #include "tests/test_util.h"
 
@@ -35,20 +36,9 @@ struct PhiFixture {
   std::vector<torch::Tensor> params;
 
   PhiFixture() {
-    std::vector<std::vector<int64_t>> tokens;
-    for (int i = 0; i < 24; ++i) {
-      std::vector<int64_t> seq;
-      for (int j = 0; j < 1 + (i * 7) % 11; ++j) seq.push_back(1 + (i * 3 + j) % 39);
-      tokens.push_back(seq);
-    }
-    std::vector<int64_t> q_rows, p_rows;
-    for (int64_t i = 0; i < 8; ++i) {
-      q_rows.push_back(i);
-      p_rows.push_back(8 + i);   // positive
-      p_rows.push_back(16 + i);  // hard negative
-    }
-    queries = gr::pad_batch(tokens, q_rows);
-    passages = gr::pad_batch(tokens, p_rows);
+    auto batch = step_test::eight_queries_with_hard_negatives();
+    queries = std::move(batch.queries);
+    passages = std::move(batch.passages);
     params = encoder->parameters();
     for (auto& p : phi->parameters()) params.push_back(p);
   }

@@ -3,6 +3,7 @@
 #include "retriever/batching.h"
 #include "retriever/encoder.h"
 #include "retriever/training_step.h"
+#include "tests/retriever/step_batch.h"
 #include "tests/test_util.h"
 
 #include <gradcache/gradcache.h>
@@ -26,20 +27,9 @@ struct Fixture {
   gradcache::Loss loss = gradcache::SimpleContrastiveLoss(gradcache::ContrastiveLossOptions().temperature(0.1));
 
   Fixture() {
-    std::vector<std::vector<int64_t>> tokens;
-    for (int i = 0; i < 24; ++i) {
-      std::vector<int64_t> seq;
-      for (int j = 0; j < 1 + (i * 7) % 11; ++j) seq.push_back(1 + (i * 3 + j) % 39);
-      tokens.push_back(seq);
-    }
-    std::vector<int64_t> q_rows, p_rows;
-    for (int64_t i = 0; i < 8; ++i) {
-      q_rows.push_back(i);
-      p_rows.push_back(8 + i);   // positive
-      p_rows.push_back(16 + i);  // hard negative
-    }
-    queries = gr::pad_batch(tokens, q_rows);
-    passages = gr::pad_batch(tokens, p_rows);
+    auto batch = step_test::eight_queries_with_hard_negatives();
+    queries = std::move(batch.queries);
+    passages = std::move(batch.passages);
   }
 
   // The gradients one step of `options` leaves, from zero, with the generator at `seed`.
