@@ -13,6 +13,40 @@
 
 namespace gradcache {
 namespace retriever {
+namespace {
+
+// The width of a TorchScript encoder's embeddings, from one token (no graph, no dropout); 0 when
+// the call fails, which the first step then reports with call_script_encoder's message.
+int64_t script_output_width(torch::jit::Module& script) {
+  const bool training = script.is_training();
+  script.train(false);
+  int64_t width = 0;
+  try {
+    torch::NoGradGuard no_grad;
+    const TokenBatch one{{"input_ids", torch::zeros({1, 1}, torch::kLong)},
+                         {"attention_mask", torch::ones({1, 1}, torch::kLong)}};
+    width = call_script_encoder(script, one).size(1);
+  } catch (const std::exception&) {
+  }
+  script.train(training);
+  return width;
+}
+
+// The built-in model's width is checked with the settings; a --model's only by running it, here,
+// so that a prefix too wide is refused before training, naming the flags.
+void check_prefixes_fit(const TrainConfig& config, const BiEncoder& model) {
+  if (config.matryoshka.empty() || !model.is_torchscript()) return;
+  const int64_t width = script_output_width(*model.scripts().front());
+  for (int64_t d : parse_dim_list(config.matryoshka, "--matryoshka")) {
+    if (width > 0 && d > width) {
+      throw std::invalid_argument("--matryoshka " + config.matryoshka + ": dimension " + std::to_string(d) +
+                                  " is larger than the width " + std::to_string(width) +
+                                  " of the embeddings of --model " + config.model);
+    }
+  }
+}
+
+}  // namespace
 
 TrainingModel::TrainingModel(const TrainConfig& config, const c10::Device& device,
                              const distributed::ProcessGroup* group, int rank, const Resume& resume) {
@@ -21,6 +55,7 @@ TrainingModel::TrainingModel(const TrainConfig& config, const c10::Device& devic
     model_ = load_model(resume.path, *resume.info);
   } else if (!config.model.empty()) {
     model_ = BiEncoder::torchscript(config.model, config.untie);
+    check_prefixes_fit(config, *model_);
   } else {
     model_ = build_model(config);
   }

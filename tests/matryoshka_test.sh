@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# --matryoshka end to end on a tiny run: training refuses bad prefixes naming the flag, reports
+# --matryoshka end to end on a tiny run: training refuses bad prefixes naming the flag (for a
+# TorchScript --model too, whose width only running it tells), reports
 # a row per prefix (stdout and summary.json); eval reports them too and evaluates one with
 # --dim; encode and export --dim M write M-dimensional unit vectors, the exported model (loaded
 # in Python) reproducing the encoded shards; M larger than the width is refused, nothing
@@ -108,6 +109,11 @@ a = [numpy.load('$work/emb8/' + s['embeddings']) for s in json.load(open('$work/
 b = [numpy.load('$work/emb8x/' + s['embeddings']) for s in json.load(open('$work/emb8x/manifest.json'))['shards']]
 assert numpy.abs(numpy.concatenate(a) - numpy.concatenate(b)).max() < 1e-5
 " || fail "the export --dim 8 does not reproduce encode --dim 8"
+
+# A TorchScript --model narrower than a prefix: refused before training, naming the flags.
+expect_refused "a prefix wider than a --model" \
+  "--matryoshka 16,8: dimension 16 is larger than the width 8 of the embeddings of --model $work/export8/model.pt" \
+  --model "$work/export8/model.pt" --tokenizer "$work/export8/tokenizer.model" --matryoshka 16,8
 
 # Too wide: refused, nothing written.
 "$bin" encode --run "$work/run" --corpus "$work/corpus.tsv" --dim 17 --output "$work/emb17" 2>"$work/encode17.err"
