@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Aggregates the runs of bench/paper_table.sh (standard library only).
 
-Reads RUNS/NAME-seedS/{summary.json,config.json,metrics.jsonl} and writes into DOCS:
+Reads RUNS/NAME-seedS/{summary.json,config.json,metrics.jsonl} and, for runs with model
+selection, best_test.json (the test metrics of the dev-selected best.pt); writes into DOCS:
 paper_table.json (every run and the per-setting mean / std), paper_table.md (the table
 between the markers below; an existing file keeps its text around them) and, for gnuplot,
 paper_table.dat + paper_table.gp (which draw paper_table.png).
@@ -24,16 +25,33 @@ def read_run(path):
     with open(os.path.join(path, "config.json")) as f:
         config = json.load(f)
     lines = [json.loads(line) for line in open(os.path.join(path, "metrics.jsonl")) if line.strip()]
+    dev_curve = [[m["step"], m["dev"]["recall@10"]] for m in lines if "dev" in m]  # [update, dev R@10]
     lines = [m for m in lines if "loss" in m]  # training lines (dev evaluations' lines hold "dev")
     if summary.get("interrupted") or not summary.get("trained"):
         raise SystemExit(f"paper_table.py: {path} did not finish or was not evaluated")
+    keys = [k for k, _ in METRICS] + ["recall@100", "ndcg@10"]
+    final = {k: summary["trained"][k] for k in keys}
+    selection = summary.get("selection") or {}
+    best_test = os.path.join(path, "best_test.json")
+    if os.path.exists(best_test):  # model selection: the test metrics of best.pt
+        with open(best_test) as f:
+            best = json.load(f)
+        metrics, best_step = {k: best[k] for k in keys}, best["step"]
+    else:  # a fixed budget: the final model
+        metrics, best_step = final, summary["steps"]
     last = lines[-1] if lines else {}
     return {
         "seed": config["seed"],
         "lr": config["lr"],
         "steps": summary["steps"],
+        "total_steps": summary["total_steps"],
+        "best_step": best_step,
+        "stopped_early": summary.get("stopped_early", False),
+        "dev_best": selection.get("best_value"),
+        "dev_curve": dev_curve,
         "examples": summary["steps"] * summary["batch_size"],
-        "metrics": {k: summary["trained"][k] for k, _ in METRICS + [("recall@100", ""), ("ndcg@10", "")]},
+        "metrics": metrics,
+        "final_metrics": final,
         "final_loss": summary["final_loss"],
         # Peak RSS at the end of training (the high-water mark before the evaluation, which
         # encodes the whole corpus) and at the end of the run.
@@ -51,12 +69,65 @@ def mean_std(values):
     return statistics.fmean(values), (statistics.stdev(values) if len(values) > 1 else 0.0)
 
 
+def per_seed(runs, key):
+    """'a / b / c' over the seeds: updates differ per seed once runs stop early."""
+    return " / ".join(str(r[key]) for r in runs)
+
+
+def table_lines(rows, a):
+    one_seed = len(rows[0]["seeds"]) == 1
+    selection = any(r["selection"] for r in rows)
+
+    def pm(d, scale=100, digits=2):
+        if one_seed:
+            return f"{d['mean'] * scale:.{digits}f}"
+        return f"{d['mean'] * scale:.{digits}f} ± {d['std'] * scale:.{digits}f}"
+
+    jobs = f", {a.jobs} runs at a time" if a.jobs > 1 else ", one run at a time"
+    table = [
+        f"`{a.command}`: {len(rows)} settings x {len(rows[0]['seeds'])} seeds, "
+        f"{int(a.total_seconds) // 60} min {int(a.total_seconds) % 60} s wall in all{jobs}.",
+        "",
+    ]
+    updates = "updates trained (per seed) | best model at update (per seed)" if selection else "updates"
+    table += [
+        f"| setting | mode | batch | chunk | lr | {updates} | R@1 (%) | R@10 (%) | MRR@10 (%) "
+        "| peak RSS, training (MiB) | peak RSS, with eval (MiB) | training (s) | wall (s) |",
+        "|---|---|---:|---:|---:|---:|" + ("---:|" if selection else "") + "---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    for r in rows:
+        steps = f"{per_seed(r['runs'], 'steps')} | {per_seed(r['runs'], 'best_step')}" if selection else r["updates"]
+        table.append(
+            f"| {r['setting']} | {r['mode']} | {r['batch']} | {r['chunk']} | {r['lr']:g} | {steps} "
+            f"| {pm(r['recall@1'])} | {pm(r['recall@10'])} | {pm(r['mrr@10'])} "
+            f"| {r['train_peak_rss_mb']['mean']:.0f} | {r['peak_rss_mb']['mean']:.0f} "
+            f"| {r['train_s']['mean']:.0f} | {r['wall_s']['mean']:.0f} |")
+    table.append("")
+    spread = (f"Seed {rows[0]['seeds'][0]}" if one_seed else
+              f"Mean ± sample standard deviation over seeds {', '.join(map(str, rows[0]['seeds']))}")
+    if selection:
+        table.append(f"{spread} of the test metrics of each run's best.pt, the model with the best dev R@10 "
+                     "(WordNet's dev split, evaluated once per epoch). Peak RSS is the process's high-water mark "
+                     "at the end of training and at the end of the run (after the last evaluation); times are "
+                     f"per run, means over seeds{f', with {a.jobs} runs sharing the machine' if a.jobs > 1 else ''}.")
+        return table
+    examples = sorted({r["examples"] for r in rows})
+    same = f"{examples[0]:,}" if len(examples) == 1 else f"{examples[0]:,} to {examples[-1]:,}"
+    table.append(f"{spread}; "
+                 f"{same} training examples per run (updates x batch; each epoch drops its last incomplete "
+                 f"batch). Peak RSS is the process's high-water mark at the end of training (data, tokenizer "
+                 f"and model included) and at the end of the run (after encoding the corpus for the evaluation); "
+                 f"times are per run, means over seeds.")
+    return table
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--runs", required=True)
     ap.add_argument("--docs", required=True)
     ap.add_argument("--total-seconds", type=float, required=True)
     ap.add_argument("--command", required=True)
+    ap.add_argument("--jobs", type=int, default=1, help="runs at a time (times are per run)")
     ap.add_argument("--settings", nargs="+", required=True, help="'name mode batch chunk' each")
     a = ap.parse_args()
 
@@ -73,7 +144,8 @@ def main():
             raise SystemExit(f"paper_table.py: no runs of {name} in {a.runs}")
         row = {"setting": name, "mode": mode, "batch": int(batch), "chunk": int(chunk),
                "lr": runs[0]["lr"], "updates": runs[0]["steps"], "examples": runs[0]["examples"],
-               "seeds": [r["seed"] for r in runs], "runs": runs}
+               "seeds": [r["seed"] for r in runs], "runs": runs,
+               "selection": any(r["best_step"] != r["steps"] or r["dev_best"] is not None for r in runs)}
         for key, _ in METRICS + [("recall@100", ""), ("ndcg@10", "")]:
             row[key] = dict(zip(("mean", "std"), mean_std([r["metrics"][key] for r in runs])))
         for key in ("train_peak_rss_mb", "peak_rss_mb", "train_s", "wall_s", "final_loss"):
@@ -86,37 +158,7 @@ def main():
         json.dump(result, f, indent=2)
         f.write("\n")
 
-    one_seed = len(rows[0]["seeds"]) == 1
-
-    def pm(d, scale=100, digits=2):
-        if one_seed:
-            return f"{d['mean'] * scale:.{digits}f}"
-        return f"{d['mean'] * scale:.{digits}f} ± {d['std'] * scale:.{digits}f}"
-
-    table = [
-        f"`{a.command}`: {len(rows)} settings x {len(rows[0]['seeds'])} seeds, "
-        f"{int(a.total_seconds) // 60} min {int(a.total_seconds) % 60} s wall in all.",
-        "",
-        "| setting | mode | batch | chunk | lr | updates | R@1 (%) | R@10 (%) | MRR@10 (%) "
-        "| peak RSS, training (MiB) | peak RSS, with eval (MiB) | training (s) | wall (s) |",
-        "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
-    ]
-    for r in rows:
-        table.append(
-            f"| {r['setting']} | {r['mode']} | {r['batch']} | {r['chunk']} | {r['lr']:g} | {r['updates']} "
-            f"| {pm(r['recall@1'])} | {pm(r['recall@10'])} | {pm(r['mrr@10'])} "
-            f"| {r['train_peak_rss_mb']['mean']:.0f} | {r['peak_rss_mb']['mean']:.0f} "
-            f"| {r['train_s']['mean']:.0f} | {r['wall_s']['mean']:.0f} |")
-    table.append("")
-    examples = sorted({r["examples"] for r in rows})
-    same = f"{examples[0]:,}" if len(examples) == 1 else f"{examples[0]:,} to {examples[-1]:,}"
-    spread = (f"Seed {rows[0]['seeds'][0]}" if one_seed else
-              f"Mean ± sample standard deviation over seeds {', '.join(map(str, rows[0]['seeds']))}")
-    table.append(f"{spread}; "
-                 f"{same} training examples per run (updates x batch; each epoch drops its last incomplete "
-                 f"batch). Peak RSS is the process's high-water mark at the end of training (data, tokenizer "
-                 f"and model included) and at the end of the run (after encoding the corpus for the evaluation); "
-                 f"times are per run, means over seeds.")
+    table = table_lines(rows, a)
     block = BEGIN + "\n" + "\n".join(table) + "\n" + END
 
     md = os.path.join(a.docs, "paper_table.md")
