@@ -31,14 +31,8 @@ std::string check_matryoshka(const TrainConfig& c) {
     return "--matryoshka-weights: all weights are 0";
   }
   const int64_t width = output_width(c);
-  for (int64_t d : dims) {
-    if (width > 0 && d > width) {
-      return "--matryoshka " + c.matryoshka + ": dimension " + std::to_string(d) +
-             " is larger than the model's output width " + std::to_string(width) +
-             (c.projection_dim > 0 ? " (--projection)" : " (--dim)");
-    }
-  }
-  return "";
+  return matryoshka_too_wide(c, width, "the model's output width " + std::to_string(width) +
+                                           (c.projection_dim > 0 ? " (--projection)" : " (--dim)"));
 }
 
 }  // namespace
@@ -78,6 +72,15 @@ std::vector<double> parse_weight_list(const std::string& text, const std::string
     weights.push_back(w);
   }
   return weights;
+}
+
+std::string matryoshka_too_wide(const TrainConfig& c, int64_t width, const std::string& whose_width) {
+  for (int64_t d : parse_dim_list(c.matryoshka, "--matryoshka")) {
+    if (width > 0 && d > width) {
+      return "--matryoshka " + c.matryoshka + ": dimension " + std::to_string(d) + " is larger than " + whose_width;
+    }
+  }
+  return "";
 }
 
 int64_t output_width(const TrainConfig& c) {

@@ -37,13 +37,9 @@ int64_t script_output_width(torch::jit::Module& script) {
 void check_prefixes_fit(const TrainConfig& config, const BiEncoder& model) {
   if (config.matryoshka.empty() || !model.is_torchscript()) return;
   const int64_t width = script_output_width(*model.scripts().front());
-  for (int64_t d : parse_dim_list(config.matryoshka, "--matryoshka")) {
-    if (width > 0 && d > width) {
-      throw std::invalid_argument("--matryoshka " + config.matryoshka + ": dimension " + std::to_string(d) +
-                                  " is larger than the width " + std::to_string(width) +
-                                  " of the embeddings of --model " + config.model);
-    }
-  }
+  const auto refusal = matryoshka_too_wide(
+      config, width, "the width " + std::to_string(width) + " of the embeddings of --model " + config.model);
+  if (!refusal.empty()) throw std::invalid_argument(refusal);
 }
 
 }  // namespace
