@@ -278,11 +278,13 @@ void read_training_state(torch::serialize::InputArchive& archive, const std::str
   const auto cpu_states = read_tensor(archive, "rng_cpu", name);
   check(rank < cpu_states.size(0), "checkpoint ", name, " was saved by ", cpu_states.size(0),
         " process(es); resume it with as many");
+  // Each rank's row is copied into a tensor of its own: LibTorch 2.15's CPU set_state() reads a
+  // row view at a storage offset wrongly and crashes (rank 1's row of a 2-process checkpoint).
   at::Generator cpu = at::globalContext().defaultGenerator(c10::kCPU);
-  cpu.set_state(cpu_states[rank].contiguous());
+  cpu.set_state(cpu_states[rank].clone());
   for (const auto& d : generator_devices(device)) {
     at::Generator g = at::globalContext().defaultGenerator(d);
-    g.set_state(read_tensor(archive, "rng_device", name)[rank].contiguous());
+    g.set_state(read_tensor(archive, "rng_device", name)[rank].clone());
   }
 }
 

@@ -1,5 +1,6 @@
 #include "retriever/threads.h"
 
+#include <ATen/Context.h>
 #include <ATen/Parallel.h>
 
 #include <dlfcn.h>
@@ -33,9 +34,13 @@ void configure_threads(int intra_op, int blas) {
 }
 
 std::string describe_threads() {
+  // The torch wheel's LibTorch has MKL inside (its threads follow the intra-op setting); an
+  // OpenBLAS found beside it is then the one FAISS uses. Debian's LibTorch uses OpenBLAS itself.
   const int blas = blas_threads();
-  return "intra-op " + std::to_string(at::get_num_threads()) + ", " +
-         (blas > 0 ? "OpenBLAS " + std::to_string(blas) : std::string("BLAS not OpenBLAS"));
+  std::string out = "intra-op " + std::to_string(at::get_num_threads());
+  if (at::hasMKL()) out += ", MKL in LibTorch";
+  if (blas > 0) return out + ", OpenBLAS " + std::to_string(blas);
+  return at::hasMKL() ? out : out + ", BLAS not OpenBLAS";
 }
 
 }  // namespace retriever

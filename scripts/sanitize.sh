@@ -1,7 +1,11 @@
 #!/usr/bin/env bash
 # Builds the library, the retriever library, their tests and the fuzz targets with clang,
 # AddressSanitizer and UndefinedBehaviorSanitizer in a separate build directory, and runs the
-# tests with ctest. Part of CI (.ci/run).
+# tests with ctest. Part of CI (.ci/run), where it is also the second LibTorch configuration:
+# it builds against Debian's LibTorch 1.13 (GRADCACHE_LIBTORCH=1.13, the default here; the
+# README's build uses LibTorch 2.x from the torch wheel), so CI compiles every source of the
+# library, the retriever and the CLI against both versions and runs the core and retriever
+# tests on both.
 #
 #   scripts/sanitize.sh              # build-asan/: build, then run the tests
 #   scripts/sanitize.sh --build-only # build only (scripts/fuzz.sh uses this)
@@ -13,6 +17,8 @@
 #   JOBS        parallel compile jobs (default: nproc)
 #   NICE        nice level for the build (default: 10; the machine is shared)
 #   CTEST_ARGS  extra ctest arguments (e.g. "-R Tokenizer")
+#   GRADCACHE_LIBTORCH  1.13 (default: Debian's) or wheel (LibTorch 2.x from .venv); see
+#               scripts/libtorch.sh
 #
 # What runs: the core tests (gradcache_tests) and the retriever tests (retriever_tests: the
 # readers, settings, tokenizer, training steps and the trainer end to end through the library
@@ -27,6 +33,9 @@
 set -euo pipefail
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+export GRADCACHE_LIBTORCH=${GRADCACHE_LIBTORCH:-1.13}
+if [ "$GRADCACHE_LIBTORCH" = 1.13 ]; then bash "$root/scripts/setup.sh" --libtorch-1.13; else bash "$root/scripts/setup.sh"; fi
+source "$root/scripts/libtorch.sh"
 build=${BUILD_DIR:-$root/build-asan}
 sanitizers=${SANITIZERS:-address,undefined}
 jobs=${JOBS:-$(nproc)}
@@ -51,8 +60,8 @@ if command -v ninja >/dev/null 2>&1; then generator=(-G Ninja); fi
 
 # -O1 (from GRADCACHE_SANITIZE): plain -O0 makes instrumented loops very slow. Line tables are
 # all the sanitizers' stack traces need (full -g makes objects twice the size).
-echo "== configure $build ($CXX; sanitizers: $sanitizers)"
-nice -n "$nice_level" cmake -S "$root" -B "$build" "${generator[@]}" \
+echo "== configure $build ($CXX; sanitizers: $sanitizers; LibTorch: $libtorch)"
+nice -n "$nice_level" cmake -S "$root" -B "$build" "${generator[@]}" "${torch_cmake_args[@]}" \
   -DCMAKE_CXX_COMPILER="$CXX" -DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_FLAGS_DEBUG=-gline-tables-only \
   -DGRADCACHE_SANITIZE="$sanitizers" -DGRADCACHE_BUILD_FUZZ=ON \
   -DGRADCACHE_BUILD_TESTS=ON -DGRADCACHE_BUILD_TOOLS=ON \

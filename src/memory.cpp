@@ -39,7 +39,7 @@ class TrackingAllocator final : public c10::Allocator {
     TORCH_CHECK(inner_free != nullptr, "CpuMemoryTracker: the CPU allocator has no raw deleter to wrap");
   }
 
-  c10::DataPtr allocate(size_t n) const override {
+  GRADCACHE_ALLOCATOR_ALLOCATE(n) {
     c10::DataPtr block = inner_->allocate(n + kHeader);
     const c10::Device device = block.device();
     auto* base = static_cast<char*>(block.release_context());
@@ -88,7 +88,7 @@ c10::optional<MemoryStats> memory_stats(const c10::Device& device) {
 #ifdef GRADCACHE_WITH_CUDA
   if (device.is_cuda()) {
     const auto stats = c10::cuda::CUDACachingAllocator::getDeviceStats(device.has_index() ? device.index() : 0);
-    const auto& bytes = stats.allocated_bytes[static_cast<size_t>(c10::cuda::CUDACachingAllocator::StatType::AGGREGATE)];
+    const auto& bytes = stats.allocated_bytes[detail::kAggregateStat];
     return MemoryStats{bytes.current, bytes.peak};
   }
 #endif

@@ -5,6 +5,10 @@
 #   "$bin" eval ... 2>"$work/x.err"; expect_status 1 $? "eval of ..."
 bin=$1
 work=$2
+# The Python whose torch is the LibTorch the program was built against, and its torchrun
+# (tests/CMakeLists.txt passes both from the build's GRADCACHE_PYTHON).
+python=${GRADCACHE_PYTHON:-python3}
+torchrun=${GRADCACHE_TORCHRUN:-torchrun}
 rm -rf "$work"
 mkdir -p "$work"
 

@@ -187,9 +187,9 @@ grep -q '"steps": 40' "$work/sig/summary.json" || fail "the resumed run did not 
 # Two processes under torchrun (Gloo on loopback): only rank 0 writes; resume needs as many.
 # Debian's torchrun 1.13 spells the flag --no_python (2.x: --no-python) and mishandles the
 # default --redirects under Python 3.11, hence --redirects 2 --tee 2.
-if command -v torchrun >/dev/null; then
+if command -v "$torchrun" >/dev/null; then
   port=$(( 29500 + RANDOM % 2000 ))
-  torchrun2=(timeout 300 torchrun --nproc_per_node=2 --master_port "$port" --redirects 2 --tee 2 --no_python)
+  torchrun2=(timeout 300 "$torchrun" --nproc_per_node=2 --master_port "$port" --redirects 2 --tee 2 --no_python)
   dist() {  # log name, output directory, then train flags
     local log=$1 out=$2; shift 2
     "${torchrun2[@]}" "$bin" train --quick --eval false --log-every 1 --output "$out" "$@" \
@@ -221,7 +221,7 @@ if command -v torchrun >/dev/null; then
 else
   # ctest reports SKIPPED for this status (SKIP_RETURN_CODE in tests/CMakeLists.txt): the
   # 2-process checks did not run, so the test must not read as passed.
-  echo "cli end-to-end: torchrun not found (python3-torch): the single-process checks passed, the" \
+  echo "cli end-to-end: $torchrun not found: the single-process checks passed, the" \
        "2-process checks are skipped" >&2
   exit 77
 fi

@@ -4,11 +4,10 @@
 # retriever/tokenizer.cpp does, reproduces the .npy shards of `gradcache encode` (from the run
 # and from the export, fp32 within 1e-6, fp16 within its precision); `train --model` continues
 # from the export with the run's quality; bad input is refused and an interrupted encode leaves
-# no output. SKIPPED (77) without /usr/bin/python3 with torch, numpy and sentencepiece.
+# no output. SKIPPED (77) without a Python (GRADCACHE_PYTHON) with torch, numpy and sentencepiece.
 # Usage: encode_export_test.sh GRADCACHE_BINARY WORK_DIR
 set -uo pipefail
 source "$(dirname "$0")/cli_common.sh"
-python=/usr/bin/python3
 source "$(dirname "$0")/tiny_task.sh"
 if ! "$python" -c "import torch, numpy, sentencepiece" 2>/dev/null; then
   echo "SKIPPED: $python lacks torch, numpy or sentencepiece"

@@ -4,11 +4,10 @@
 # a row per prefix (stdout and summary.json); eval reports them too and evaluates one with
 # --dim; encode and export --dim M write M-dimensional unit vectors, the exported model (loaded
 # in Python) reproducing the encoded shards; M larger than the width is refused, nothing
-# written. SKIPPED (77) without /usr/bin/python3 with torch and numpy.
+# written. SKIPPED (77) without a Python (GRADCACHE_PYTHON) with torch and numpy.
 # Usage: matryoshka_test.sh GRADCACHE_BINARY WORK_DIR
 set -uo pipefail
 source "$(dirname "$0")/cli_common.sh"
-python=/usr/bin/python3
 source "$(dirname "$0")/tiny_task.sh"
 if ! "$python" -c "import torch, numpy" 2>/dev/null; then
   echo "SKIPPED: $python lacks torch or numpy"

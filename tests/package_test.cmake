@@ -8,7 +8,10 @@ function(run)
   endif()
 endfunction()
 run(${CMAKE_COMMAND} --install ${BUILD_DIR} --prefix ${WORK_DIR}/prefix)
+# The LibTorch the project was built against: its CMAKE_PREFIX_PATH, '|'-separated (a ';' list
+# does not survive add_test's command line), after the package's own prefix.
+string(REPLACE "|" ";" torch_prefix "${TORCH_PREFIX}")
 run(${CMAKE_COMMAND} -S ${EXAMPLES_DIR} -B ${WORK_DIR}/examples -G ${GENERATOR}
-    -DCMAKE_PREFIX_PATH=${WORK_DIR}/prefix -DCMAKE_BUILD_TYPE=Release)
+    "-DCMAKE_PREFIX_PATH=${WORK_DIR}/prefix;${torch_prefix}" -DTorch_DIR=${TORCH_DIR} -DCMAKE_BUILD_TYPE=Release)
 run(${CMAKE_COMMAND} --build ${WORK_DIR}/examples --parallel 2)
 run(${WORK_DIR}/examples/functional_accumulation --steps 2)

@@ -12,7 +12,7 @@ run="$work/phi"
 grep -Eq '^trained +[0-9]' "$work/train.out" || fail "no dense 'trained' row in the table"
 grep -Eq '^trained, top 50 re-ranked by Phi +[0-9]' "$work/train.out" || fail "no re-ranked row in the table"
 grep -q "re-ranked by Phi (top 50)" "$work/train.err" || fail "the evaluation line does not give the re-ranked figures"
-/usr/bin/python3 - "$run/summary.json" <<'PY' || fail "summary.json lacks trained_reranked / rerank_k"
+"$python" - "$run/summary.json" <<'PY' || fail "summary.json lacks trained_reranked / rerank_k"
 import json, sys
 s = json.load(open(sys.argv[1]))
 assert s["rerank_k"] == 50 and 0 <= s["trained_reranked"]["recall@10"] <= 1, s
@@ -26,7 +26,7 @@ grep -Eq '^step 8 +[0-9]' "$work/eval.out" || fail "eval: no dense row"
 grep -Eq '^step 8, top 100 re-ranked by Phi +[0-9]' "$work/eval.out" || fail "eval: no re-ranked row"
 "$bin" eval --checkpoint "$run" --quick --eval-bm25 false --rerank-k 20 --json >"$work/eval.json" \
   2>"$work/eval_json.err" || fail "eval --json failed"
-/usr/bin/python3 -c 'import json,sys; j=json.load(open(sys.argv[1])); assert j["reranked"]["k"] == 20, j' \
+"$python" -c 'import json,sys; j=json.load(open(sys.argv[1])); assert j["reranked"]["k"] == 20, j' \
   "$work/eval.json" || fail "eval --json lacks reranked"
 "$bin" eval --checkpoint "$run" --quick --eval-bm25 false --rerank-k 0 >"$work/eval0.out" 2>"$work/eval0.err" ||
   fail "eval --rerank-k 0 failed"

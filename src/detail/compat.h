@@ -1,4 +1,6 @@
-// The one place where LibTorch versions differ (1.13 here; 2.x for users, often with CUDA).
+// The one place where LibTorch versions differ. Built and tested against 2.15 (the torch wheel of
+// requirements.txt, the default build) and Debian's 1.13 (scripts/test_libtorch113.sh); LibTorch
+// 2.x raises its users to C++20 (TorchConfig.cmake), and the sources compile as C++17 and C++20.
 #pragma once
 
 #include <torch/csrc/api/include/torch/version.h>
@@ -6,14 +8,17 @@
 #define GRADCACHE_TORCH_AT_LEAST(major, minor) \
   (TORCH_VERSION_MAJOR > (major) || (TORCH_VERSION_MAJOR == (major) && TORCH_VERSION_MINOR >= (minor)))
 
-// c10::Allocator gained a pure virtual copy_data() in LibTorch 2.3.
+// c10::Allocator gained a pure virtual copy_data() in LibTorch 2.3, and allocate() lost its
+// const in the same rework: GRADCACHE_ALLOCATOR_ALLOCATE is the signature to override.
 #if GRADCACHE_TORCH_AT_LEAST(2, 3)
 #define GRADCACHE_ALLOCATOR_COPY_DATA                                              \
   void copy_data(void* dest, const void* src, std::size_t count) const override { \
     default_copy_data(dest, src, count);                                          \
   }
+#define GRADCACHE_ALLOCATOR_ALLOCATE(n) c10::DataPtr allocate(size_t n) override
 #else
 #define GRADCACHE_ALLOCATOR_COPY_DATA
+#define GRADCACHE_ALLOCATOR_ALLOCATE(n) c10::DataPtr allocate(size_t n) const override
 #endif
 
 // c10d: process groups became "backends" of a dispatching ProcessGroup in LibTorch 2.0.
@@ -29,6 +34,10 @@
 
 namespace gradcache {
 namespace detail {
+
+// CUDA allocator statistics: the StatType enum moved from c10::cuda::CUDACachingAllocator to
+// c10::CachingAllocator during 2.x; its AGGREGATE entry (all pools) is index 0 in every version.
+constexpr size_t kAggregateStat = 0;
 
 // fp16 autocast on CPU arrived with the device-generic API; 1.13 supports only bf16 there.
 constexpr bool kCpuAutocastHalf = GRADCACHE_TORCH_AT_LEAST(2, 4);

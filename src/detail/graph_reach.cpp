@@ -9,7 +9,10 @@ namespace gradcache {
 namespace detail {
 
 std::vector<bool> leaves_reached(const at::Tensor& loss, const std::vector<at::Tensor>& leaves) {
-  std::vector<std::shared_ptr<torch::autograd::Node>> accumulators;
+  // Owning pointers (std::shared_ptr in LibTorch 1.13, c10::intrusive_ptr in 2.15), so that a
+  // leaf's accumulator outside the graph is not freed and its address reused while we search.
+  using NodePtr = decltype(torch::autograd::impl::try_get_grad_accumulator(leaves.front()));
+  std::vector<NodePtr> accumulators;
   for (const auto& leaf : leaves) accumulators.push_back(torch::autograd::impl::try_get_grad_accumulator(leaf));
   std::vector<bool> reached(leaves.size(), false);
   std::vector<torch::autograd::Node*> stack{loss.grad_fn().get()};

@@ -11,7 +11,9 @@
 #include <torch/torch.h>
 
 #include <iostream>
+#include <sstream>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 namespace gr = gradcache::retriever;
@@ -23,13 +25,26 @@ struct NamedTensor {
   torch::Tensor tensor;
 };
 
+// The key of a parameter's entry in an optimizer's state: its TensorImpl's address, printed as a
+// string in LibTorch 1.13 (c10::guts::to_string, an ostream), the pointer itself in 2.x.
+template <class State>
+typename State::key_type state_key(const State&, const torch::Tensor& param) {
+  if constexpr (std::is_same_v<typename State::key_type, std::string>) {
+    std::ostringstream out;
+    out << param.unsafeGetTensorImpl();
+    return out.str();
+  } else {
+    return param.unsafeGetTensorImpl();
+  }
+}
+
 // The AdamW state of each parameter, in parameter order, as the trainer restores it.
 void add_optimizer_state(const std::string& path, gr::BiEncoder& model, std::vector<NamedTensor>& out) {
   torch::optim::AdamW optimizer(model.parameters(), torch::optim::AdamWOptions(1e-3));
   gr::load_training_state(path, optimizer, c10::Device(c10::kCPU));
   const auto& params = optimizer.param_groups().at(0).params();
   for (size_t i = 0; i < params.size(); ++i) {
-    const auto it = optimizer.state().find(c10::guts::to_string(params[i].unsafeGetTensorImpl()));
+    const auto it = optimizer.state().find(state_key(optimizer.state(), params[i]));
     const std::string name = "adamw[" + std::to_string(i) + "]";
     if (it == optimizer.state().end()) {
       out.push_back({name + " (no state)", torch::zeros({0})});
