@@ -22,6 +22,7 @@
 
 namespace gc = gradcache;
 using gctest::grads_of;
+using gctest::params_of;
 using gctest::kTol32;
 using gctest::kTol64;
 using gctest::max_rel_error;
@@ -41,13 +42,6 @@ constexpr double kTolSameLow = 1e-5;
 
 const torch::Device kCuda(torch::kCUDA, 0);
 
-std::vector<torch::Tensor> params_of(std::initializer_list<torch::nn::Module*> modules) {
-  std::vector<torch::Tensor> out;
-  for (auto* m : modules) {
-    for (auto& p : m->parameters()) out.push_back(p);
-  }
-  return out;
-}
 
 // The full batch with every chunk's forward run with grad, in the cache's order and under its
 // own autocast scope (so the generators hand out the same dropout masks and the casts are the

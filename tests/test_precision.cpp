@@ -25,6 +25,7 @@ namespace gc = gradcache;
 using gctest::recording;
 using gctest::Recorder;
 using gctest::grads_of;
+using gctest::params_of;
 using gctest::max_rel_error;
 using gctest::report_error;
 using gctest::zero_grads;
@@ -34,13 +35,6 @@ namespace {
 constexpr double kTolSameBf16 = 1e-5;
 constexpr double kTolBf16 = 0.03125;
 
-std::vector<torch::Tensor> params_of(std::initializer_list<torch::nn::Module*> modules) {
-  std::vector<torch::Tensor> out;
-  for (auto* m : modules) {
-    for (auto& p : m->parameters()) out.push_back(p);
-  }
-  return out;
-}
 
 
 // The bf16 full batch, chunked: each chunk with grad under its own autocast scope (as the

@@ -61,6 +61,15 @@ struct TextEncoderImpl : torch::nn::Module {
 };
 TORCH_MODULE(TextEncoder);
 
+/// The parameters of `modules`, in order.
+inline std::vector<torch::Tensor> params_of(std::initializer_list<torch::nn::Module*> modules) {
+  std::vector<torch::Tensor> out;
+  for (auto* m : modules) {
+    for (auto& p : m->parameters()) out.push_back(p);
+  }
+  return out;
+}
+
 /// Gradients of `params`, cloned (zeros where a parameter has none).
 inline std::vector<torch::Tensor> grads_of(const std::vector<torch::Tensor>& params) {
   std::vector<torch::Tensor> out;
