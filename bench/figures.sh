@@ -36,7 +36,7 @@
 #   shape        docs/code_shape.json: function and file lengths, the lines of one cache step
 #
 # The binaries are build/bench/gradcache-bench, build/tools/gradcache and
-# build/tests/gradcache_tests (bash scripts/build.sh makes them).
+# build/tests/core/gradcache_tests (bash scripts/build.sh makes them).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -50,7 +50,7 @@ for part in "${parts[@]}"; do
   note "$part (load average $(cut -d' ' -f1 /proc/loadavg))"
   case "$part" in
     exactness)
-      build/tests/gradcache_tests 2>&1 | grep '^\[exactness\]' >docs/exactness.log ;;
+      build/tests/core/gradcache_tests 2>&1 | grep '^\[exactness\]' >docs/exactness.log ;;
     bench)
       "$bench" all --json --plot docs/bench.png >docs/bench.json.tmp && mv docs/bench.json.tmp docs/bench.json ;;
     distributed)

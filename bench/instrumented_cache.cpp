@@ -11,10 +11,9 @@
 namespace gcbench {
 
 gradcache::ForwardResult RecordingGradCache::forward_no_grad(size_t model_index,
-                                                             const std::vector<gradcache::ModelInput>& chunks,
-                                                             int64_t retained_before) {
+                                                             const std::vector<gradcache::ModelInput>& chunks) {
   const double t0 = process_cpu_seconds();
-  auto result = gradcache::GradCache::forward_no_grad(model_index, chunks, retained_before);
+  auto result = gradcache::GradCache::forward_no_grad(model_index, chunks);
   step1_cpu_s += process_cpu_seconds() - t0;
   if (retained_chunks.size() <= model_index) {
     retained_chunks.resize(model_index + 1, 0);
@@ -50,9 +49,9 @@ void RecordingGradCache::backward_retained(size_t model_index, ForwardResult& fo
   step3_cpu_s += process_cpu_seconds() - t0;
 }
 
+// Nothing is retained here: no retention budget to respect.
 gradcache::ForwardResult InferenceModeGradCache::forward_no_grad(size_t model_index,
-                                                                 const std::vector<gradcache::ModelInput>& chunks,
-                                                                 int64_t /*retained_before: nothing is retained*/) {
+                                                                 const std::vector<gradcache::ModelInput>& chunks) {
   const gradcache::Model& model = models()[model_index];
   const auto devices = gradcache::devices_of(model.parameters());
   ForwardResult result;

@@ -22,8 +22,7 @@ class RecordingGradCache : public gradcache::GradCache {
   int64_t steps = 0;                                         ///< calls so far (build_cache runs once per call)
 
  protected:
-  ForwardResult forward_no_grad(size_t model_index, const std::vector<gradcache::ModelInput>& chunks,
-                                int64_t retained_before) override;
+  ForwardResult forward_no_grad(size_t model_index, const std::vector<gradcache::ModelInput>& chunks) override;
   std::vector<at::Tensor> build_cache(const std::vector<at::Tensor>& reps, const gradcache::LossArgs& loss_args,
                                       at::Tensor& loss_out) override;
   void forward_backward(size_t model_index, const std::vector<gradcache::ModelInput>& chunks,
@@ -39,8 +38,7 @@ class InferenceModeGradCache : public gradcache::GradCache {
   using gradcache::GradCache::GradCache;
 
  protected:
-  ForwardResult forward_no_grad(size_t model_index, const std::vector<gradcache::ModelInput>& chunks,
-                                int64_t retained_before) override;
+  ForwardResult forward_no_grad(size_t model_index, const std::vector<gradcache::ModelInput>& chunks) override;
 };
 
 }  // namespace gcbench

@@ -1,6 +1,8 @@
 // The gnuplot figures of gradcache-bench.
 #include "plot.h"
 
+#include "retriever/launch/gnuplot.h"
+
 #include <algorithm>
 #include <cstdint>
 #include <cstdio>
@@ -16,39 +18,7 @@ std::string strip_png(const std::string& png) {
   return png.size() > 4 && png.substr(png.size() - 4) == ".png" ? png.substr(0, png.size() - 4) : png;
 }
 
-std::string quoted(const std::string& s) {
-  std::string out = "'";
-  for (char c : s) out += c == '\'' ? std::string("''") : std::string(1, c);
-  return out + "'";
-}
-
-// Runs gnuplot on a script; throws with its messages if it fails.
-void run_gnuplot(const std::string& gp) {
-  const std::string cmd = "gnuplot " + quoted(gp) + " 2>&1";
-  FILE* p = popen(cmd.c_str(), "r");
-  if (!p) throw std::runtime_error("--plot: cannot run gnuplot");
-  std::string messages;
-  char buf[512];
-  while (fgets(buf, sizeof buf, p)) messages += buf;
-  if (pclose(p) != 0) throw std::runtime_error("--plot: gnuplot failed: " + messages);
-}
-
-// Whether gnuplot knows the pngcairo terminal (anti-aliased); png (libgd) otherwise.
-std::string png_terminal() {
-  FILE* p = popen("gnuplot -e 'set terminal' 2>&1", "r");
-  if (!p) return "png";
-  std::string text;
-  char buf[512];
-  while (fgets(buf, sizeof buf, p)) text += buf;
-  pclose(p);
-  return text.find("pngcairo") != std::string::npos ? "pngcairo" : "png";
-}
-
-std::string terminal_line(int width) {
-  const std::string terminal = png_terminal();
-  return "set terminal " + terminal + " size " + std::to_string(width) + ",560" +
-         (terminal == "pngcairo" ? " font 'sans,10'" : "") + "\n";
-}
+std::string terminal_line(int width) { return gradcache::retriever::png_terminal(width, 560); }
 
 // The memory data: one block per mode (gnuplot "index": batch, peak MiB, RSS MiB), then the
 // cache's own size and the loss step's peak per batch. Returns the modes in order.
@@ -92,11 +62,11 @@ void memory_panel(std::ostream& script, const std::string& dat, const Json& memo
          << "set xlabel 'contrastive batch (pairs)'\nset ylabel 'MiB above the step start'\n"
          << "plot ";
   for (size_t i = 0; i < modes.size(); ++i) {
-    script << quoted(dat) << " index " << i << " using 1:2 with linespoints lw 2 pt 7 title " << quoted(modes[i])
+    script << gradcache::retriever::gnuplot_quoted(dat) << " index " << i << " using 1:2 with linespoints lw 2 pt 7 title " << gradcache::retriever::gnuplot_quoted(modes[i])
            << ", ";
   }
-  script << quoted(dat) << " index " << modes.size()
-         << " using 1:2 with lines dt 2 lc rgb 'gray40' title 'cache itself: 2(N+M)d floats', " << quoted(dat)
+  script << gradcache::retriever::gnuplot_quoted(dat) << " index " << modes.size()
+         << " using 1:2 with lines dt 2 lc rgb 'gray40' title 'cache itself: 2(N+M)d floats', " << gradcache::retriever::gnuplot_quoted(dat)
          << " index " << modes.size() << " using 1:3 with lines dt 3 lw 2 lc rgb 'gray20' title 'loss step alone (N x M)'\n"
          << "unset logscale\nunset title\n";
 }
@@ -141,14 +111,14 @@ void tradeoff_panel(std::ostream& script, const std::string& dat, const Json& sc
     title = retain ? write_retain_data(out, scenarios["retain"]) : write_overhead_data(out, scenarios["overhead"]);
     out << "\n\n";
   }
-  script << "set title " << quoted(title) << "\n"
-         << "set xlabel " << quoted(retain ? "peak tensor memory of the step (MiB)" : "step") << "\n"
+  script << "set title " << gradcache::retriever::gnuplot_quoted(title) << "\n"
+         << "set xlabel " << gradcache::retriever::gnuplot_quoted(retain ? "peak tensor memory of the step (MiB)" : "step") << "\n"
          << "set ylabel 'step time / accumulate'\nset offsets graph 0.08, graph 0.15, graph 0.1, graph 0.1\n"
          << "set key top right\n"
-         << "plot " << quoted(dat) << " index 0 using 1:2 with linespoints lw 2 pt 7 title 'cache, retain_chunks r (medians)', "
-         << (retain ? quoted(dat) + " index 0 using 1:4 with linespoints lw 1 dt 2 pt 6 lc rgb 'gray50' title 'the same, best of the repetitions', " : std::string())
-         << quoted(dat) << " index 0 using 1:2:3 with labels offset char 1.2,-0.8 notitle, " << quoted(dat)
-         << " index 1 using 1:2 with points pt 5 ps 1.5 title 'other steps', " << quoted(dat)
+         << "plot " << gradcache::retriever::gnuplot_quoted(dat) << " index 0 using 1:2 with linespoints lw 2 pt 7 title 'cache, retain_chunks r (medians)', "
+         << (retain ? gradcache::retriever::gnuplot_quoted(dat) + " index 0 using 1:4 with linespoints lw 1 dt 2 pt 6 lc rgb 'gray50' title 'the same, best of the repetitions', " : std::string())
+         << gradcache::retriever::gnuplot_quoted(dat) << " index 0 using 1:2:3 with labels offset char 1.2,-0.8 notitle, " << gradcache::retriever::gnuplot_quoted(dat)
+         << " index 1 using 1:2 with points pt 5 ps 1.5 title 'other steps', " << gradcache::retriever::gnuplot_quoted(dat)
          << " index 1 using 1:2:3 with labels offset char 0,1.2 notitle\n";
 }
 
@@ -180,7 +150,7 @@ std::vector<std::string> write_streaming_plot(const std::string& png, const Json
         << "plot '" << dat << "' index 0 using 1:3 with linespoints lw 2 pt 7 title 'dense', '" << dat
         << "' index 1 using 1:3 with linespoints lw 2 pt 5 title 'streaming'\nunset multiplot\n";
   }
-  run_gnuplot(gp);
+  gradcache::retriever::run_gnuplot(gp);
   return {png, dat, gp};
 }
 
@@ -198,7 +168,7 @@ std::vector<std::string> write_plot(const std::string& png, const Json& scenario
   std::vector<std::string> files{png};
   std::ostringstream script;
   script << "# gradcache-bench figure; run: gnuplot " << stem << ".gp\n"
-         << terminal_line(panels == 2 ? 1400 : 760) << "set output " << quoted(png) << "\n"
+         << terminal_line(panels == 2 ? 1400 : 760) << "set output " << gradcache::retriever::gnuplot_quoted(png) << "\n"
          << "set termoption noenhanced\n"  // underscores as they are
          << "set grid\nset key top left\n";
   if (panels == 2) script << "set multiplot layout 1,2\n";
@@ -216,7 +186,7 @@ std::vector<std::string> write_plot(const std::string& png, const Json& scenario
     std::ofstream out(files.back());
     out << script.str();
   }
-  run_gnuplot(files.back());
+  gradcache::retriever::run_gnuplot(files.back());
   return files;
 }
 

@@ -13,18 +13,6 @@
 
 namespace gcbench {
 
-int free_loopback_port() {
-  const int fd = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr);
-  socklen_t len = sizeof addr;
-  getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
-  close(fd);
-  return ntohs(addr.sin_port);
-}
-
 Json run_ranks_together(const std::string& program, const std::vector<std::vector<std::string>>& args_per_rank) {
   std::vector<std::future<std::string>> children;
   for (const auto& args : args_per_rank) children.push_back(std::async(std::launch::async, run_child, program, args));

@@ -14,9 +14,6 @@
 
 namespace gcbench {
 
-/// A TCP port free on 127.0.0.1 now (for the rank 0 store).
-int free_loopback_port();
-
 /// Runs one child of `program` per element of `args_per_rank`, all at once; their JSON
 /// (each child prints one object on stdout), in rank order.
 Json run_ranks_together(const std::string& program, const std::vector<std::vector<std::string>>& args_per_rank);

@@ -113,7 +113,7 @@ Json run_ranks(const DistributedSettings& s, const CommonSettings& common, int64
   p.reps = s.reps;
   p.warmup = s.warmup;
   p.world = world;
-  p.port = free_loopback_port();
+  p.port = gradcache::distributed::free_loopback_port();
   p.threads = common.threads;
   p.blas_threads = common.blas_threads;
   std::vector<std::vector<std::string>> args_per_rank;

@@ -96,7 +96,7 @@ Json run_point(const ShardedLossSettings& s, const CommonSettings& common, const
   p.tile = s.tile;
   p.reps = s.reps;
   p.world = world;
-  p.port = free_loopback_port();
+  p.port = gradcache::distributed::free_loopback_port();
   p.threads = 1;  // one thread per rank: W ranks use W cores, as --nproc does
   p.blas_threads = 1;
   std::vector<std::vector<std::string>> args_per_rank;

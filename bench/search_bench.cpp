@@ -5,14 +5,14 @@
 // (Xapian indexing and search). Writes the figures as JSON (docs/search.json).
 //
 //   gradcache-search-bench --checkpoint runs/quick --output docs/search.json
-#include "retriever/bm25.h"
-#include "retriever/checkpoint.h"
-#include "retriever/dense_index.h"
-#include "retriever/evaluate.h"
-#include "retriever/files.h"
-#include "retriever/search.h"
-#include "retriever/task.h"
-#include "retriever/threads.h"
+#include "retriever/data/task.h"
+#include "retriever/launch/threads.h"
+#include "retriever/run/atomic_file.h"
+#include "retriever/run/checkpoint.h"
+#include "retriever/search/bm25.h"
+#include "retriever/search/dense_index.h"
+#include "retriever/search/evaluate.h"
+#include "retriever/search/exact_top_k.h"
 
 #include <CLI/CLI.hpp>
 #include <torch/torch.h>

@@ -2,7 +2,7 @@
 // workload's models, loss and split.
 #include "steps.h"
 
-#include "retriever/training_step.h"
+#include "retriever/train/training_step.h"
 
 #include <memory>
 
@@ -13,7 +13,7 @@ Step make_step(const Workload& workload, const StepSpec& spec) {
   // Accumulate: sub-batches of `chunk` queries with their passages (M = N here: one each),
   // each its own contrastive batch. Cache: chunks of `chunk` rows for both models.
   const auto options = rt::StepOptions()
-                           .mode(spec.mode)
+                           .mode(rt::parse_choice(rt::train_mode_names(), spec.mode, "mode"))
                            .chunk_size(spec.chunk)
                            .sub_batch_size(spec.chunk)
                            .split_input_fn(workload.split_fn())

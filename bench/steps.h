@@ -1,5 +1,5 @@
 // The training steps the benchmarks compare, taken as the trainer takes them (the shared step
-// layer, retriever/training_step.h): the full batch in one pass, gradient accumulation (the
+// layer, retriever/train/training_step.h): the full batch in one pass, gradient accumulation (the
 // paper's baseline) and the gradient cache. The steps that need instrumentation
 // (RecordingGradCache, InferenceModeGradCache, DistributedGradCache with its byte count) are
 // built by their scenarios instead.

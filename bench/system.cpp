@@ -2,6 +2,8 @@
 // resident set size and load.
 #include "system.h"
 
+#include "retriever/launch/threads.h"
+
 #include <ATen/Parallel.h>
 
 #include <algorithm>
@@ -12,7 +14,6 @@
 #include <sstream>
 #include <stdexcept>
 
-#include <dlfcn.h>
 #include <fcntl.h>
 #include <spawn.h>
 #include <sys/wait.h>
@@ -24,30 +25,19 @@ namespace gcbench {
 
 // ---- threads ----------------------------------------------------------------------------
 
-namespace {
-
-// OpenBLAS is reached through libblas.so.3 (Debian's alternatives), so its functions are
-// looked up in the process rather than linked: with another BLAS they are simply absent.
-using GetThreads = int (*)();
-using SetThreads = void (*)(int);
-
-GetThreads openblas_get() { return reinterpret_cast<GetThreads>(dlsym(RTLD_DEFAULT, "openblas_get_num_threads")); }
-SetThreads openblas_set() { return reinterpret_cast<SetThreads>(dlsym(RTLD_DEFAULT, "openblas_set_num_threads")); }
-
-}  // namespace
-
-bool openblas_found() { return openblas_get() != nullptr && openblas_set() != nullptr; }
+// OpenBLAS is found at run time by the retriever's threads.h (with another BLAS it is absent).
+bool openblas_found() { return gradcache::retriever::blas_threads() > 0; }
 
 ThreadConfig current_threads() {
   ThreadConfig t;
   t.intra_op = at::get_num_threads();
-  t.openblas = openblas_get() ? openblas_get()() : -1;
+  t.openblas = openblas_found() ? gradcache::retriever::blas_threads() : -1;
   return t;
 }
 
 void set_threads(int64_t intra_op, int64_t openblas) {
   if (intra_op > 0) at::set_num_threads(static_cast<int>(intra_op));
-  if (openblas > 0 && openblas_set()) openblas_set()(static_cast<int>(openblas));
+  if (openblas > 0) gradcache::retriever::set_blas_threads(static_cast<int>(openblas));
 }
 
 // ---- child processes --------------------------------------------------------------------
@@ -101,22 +91,6 @@ std::string run_child(const std::string& program, const std::vector<std::string>
   }
   return output;
 }
-
-namespace {
-
-int64_t proc_status_kib(const std::string& key) {
-  std::ifstream in("/proc/self/status");
-  std::string line;
-  while (std::getline(in, line)) {
-    if (line.rfind(key + ":", 0) == 0) return std::stoll(line.substr(key.size() + 1));  // "VmHWM:   1234 kB"
-  }
-  return -1;
-}
-
-}  // namespace
-
-int64_t peak_rss_bytes() { return proc_status_kib("VmHWM") * 1024; }
-int64_t current_rss_bytes() { return proc_status_kib("VmRSS") * 1024; }
 
 double load_average() {
   std::ifstream in("/proc/loadavg");

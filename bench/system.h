@@ -2,11 +2,16 @@
 // resident set size and the machine's load.
 #pragma once
 
+#include "retriever/launch/process_memory.h"
+
 #include <cstdint>
 #include <string>
 #include <vector>
 
 namespace gcbench {
+
+using gradcache::retriever::current_rss_bytes;  // resident memory, as the program reports it
+using gradcache::retriever::peak_rss_bytes;
 
 /// LibTorch intra-op threads and OpenBLAS threads (-1 where OpenBLAS is not found).
 struct ThreadConfig {
@@ -20,9 +25,6 @@ bool openblas_found();
 
 /// Runs `program args...` with stdout into a pipe; returns what it wrote. Throws if it fails.
 std::string run_child(const std::string& program, const std::vector<std::string>& args);
-/// Peak resident set size of this process so far (VmHWM) and now (VmRSS), bytes.
-int64_t peak_rss_bytes();
-int64_t current_rss_bytes();
 /// /proc/loadavg's 1-minute figure: how busy the (shared) machine was.
 double load_average();
 

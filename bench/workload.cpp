@@ -3,8 +3,8 @@
 #include "workload.h"
 
 #include "options.h"
-#include "retriever/batching.h"
-#include "retriever/encoder.h"
+#include "retriever/model/batching.h"
+#include "retriever/model/encoders.h"
 
 #include <algorithm>
 #include <random>

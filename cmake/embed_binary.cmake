@@ -1,7 +1,7 @@
 # cmake -DINPUT=file -DOUTPUT=file.cpp -DSYMBOL=name -P embed_binary.cmake
 # Writes a C++ source defining `extern const unsigned char SYMBOL[]` and `SYMBOL_size` with the
 # bytes of INPUT, so that a program can carry a file (here: the sentencepiece shim, see
-# retriever/tokenizer.cpp) instead of having to find it at run time.
+# retriever/model/tokenizer.cpp) instead of having to find it at run time.
 file(READ "${INPUT}" hex HEX)
 string(LENGTH "${hex}" hex_length)
 math(EXPR size "${hex_length} / 2")

@@ -1,5 +1,5 @@
 // Shared by the libFuzzer targets: check() and check_message() by all; scratch files and the
-// format choice by those of the text readers (retriever/text_data.h), which take a path, so
+// format choice by those of the text readers (retriever/data/text_data.h), which take a path, so
 // each input is written to a scratch file with the extension that selects the format.
 //
 // Besides "no crash, no hang, no leak" (the sanitizers and libFuzzer check those), every target
@@ -10,7 +10,7 @@
 // - records are what the documentation promises (non-empty, trimmed texts; stats add up).
 #pragma once
 
-#include "retriever/text_data.h"
+#include "retriever/data/text_data.h"
 
 #include <unistd.h>
 

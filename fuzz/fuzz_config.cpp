@@ -5,7 +5,7 @@
 // - a config that validates is saved and read back unchanged (config.json round trip), and
 //   holds no null (a non-finite number is stored as null and the run could not be resumed).
 #include "fuzz_common.h"
-#include "retriever/train_config.h"
+#include "retriever/config/train_config.h"
 
 #include <cstdint>
 #include <string>

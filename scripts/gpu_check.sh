@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The CUDA check, for a machine with one NVIDIA GPU that has PyTorch 2.x with CUDA, nvcc and CMake
 # but no package registry and nothing else of ours. It builds the core library and its tests
-# against the torch found there, runs the CUDA tests (tests/test_cuda.cpp: RNG replay of CUDA
+# against the torch found there, runs the CUDA tests (tests/core/test_cuda.cpp: RNG replay of CUDA
 # dropout, cache vs full-batch gradients on the GPU, fp16 + GradScaler, bf16, the peak memory of
 # a cache step at batch 4096, an NCCL group), then the rest of the core tests, and writes
 # OUT/gpu_check.json with the versions, each test's result and the figures the tests recorded.
@@ -17,7 +17,8 @@
 # the CUDA tests report SKIPPED (GRADCACHE_PYTHON=.venv/bin/python selects the project's torch).
 #
 # Environment: GRADCACHE_PYTHON (default python3: the Python whose torch to build against),
-# BUILD_DIR (default build-gpu), JOBS (default nproc).
+# BUILD_DIR (default build-gpu), JOBS (default nproc), BUILD_TIMEOUT (seconds the build may take,
+# default 300: enough on the GPU machine's 16 cores; a dry run on 2 cores needs about 900).
 # Exit status: 0 when it built and no test failed (skips included); 1 otherwise; 2 for usage.
 set -uo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -55,7 +56,8 @@ if torch.cuda.is_available():
     info.update(gpu=p.name, gpu_memory_bytes=p.total_memory, capability=f"{p.major}.{p.minor}")
 for tool, args in (("nvcc", ["nvcc", "--version"]), ("cmake", ["cmake", "--version"])):
     try:
-        info[tool] = subprocess.run(args, capture_output=True, text=True).stdout.strip().splitlines()[-1]
+        lines = subprocess.run(args, capture_output=True, text=True).stdout.strip().splitlines()
+        info[tool] = lines[-1] if tool == "nvcc" else lines[0]  # nvcc's version is its last line, cmake's its first
     except OSError:
         info[tool] = None
 print(json.dumps(info, indent=1))
@@ -73,7 +75,7 @@ timeout 120 cmake -S "$root" -B "$build" "${generator[@]}" -DCMAKE_BUILD_TYPE=Re
   -DGRADCACHE_GTEST_SOURCE_DIR="$third/googletest" -DGRADCACHE_GLOO_INCLUDE_DIR="$third/gloo-include" \
   -DGRADCACHE_USE_CCACHE=OFF >>"$log" 2>&1 || { say "configure failed (see $log)"; tail -30 "$log"; exit 1; }
 say "build gradcache_tests with $jobs jobs"
-timeout 300 cmake --build "$build" --parallel "$jobs" --target gradcache_tests >>"$log" 2>&1 \
+timeout "${BUILD_TIMEOUT:-300}" cmake --build "$build" --parallel "$jobs" --target gradcache_tests >>"$log" 2>&1 \
   || { say "build failed (see $log)"; tail -40 "$log"; exit 1; }
 build_seconds=$((SECONDS - started))
 say "built in $build_seconds s"
@@ -81,10 +83,10 @@ say "built in $build_seconds s"
 # The CUDA tests first (their figures are the point), then the other core tests under a limit.
 status=0
 say "CUDA tests"
-timeout 150 "$build/tests/gradcache_tests" --gtest_filter='Cuda.*' --gtest_output="json:$out/cuda_tests.json" \
+timeout 150 "$build/tests/core/gradcache_tests" --gtest_filter='Cuda.*' --gtest_output="json:$out/cuda_tests.json" \
   >>"$log" 2>&1 || status=1
 say "the other core tests"
-timeout 240 "$build/tests/gradcache_tests" --gtest_filter='-Cuda.*' --gtest_output="json:$out/core_tests.json" \
+timeout 240 "$build/tests/core/gradcache_tests" --gtest_filter='-Cuda.*' --gtest_output="json:$out/core_tests.json" \
   >"$out/core_tests.log" 2>&1 || status=1
 tail -3 "$out/core_tests.log" | tee -a "$log"
 

@@ -26,7 +26,7 @@
 # distributed tests (two processes over Gloo), the CLI, package and bench tests.
 #
 # LibTorch is not instrumented. The tokenizer loads sentencepiece into a link-map namespace of
-# its own (retriever/tokenizer.cpp); that works under ASan (RTLD_DEEPBIND, used before, does
+# its own (retriever/model/tokenizer.cpp); that works under ASan (RTLD_DEEPBIND, used before, does
 # not), so the tokenizer's code is covered too.
 #
 # Exit status: 0 when everything built and every test passed; otherwise the failing step's.

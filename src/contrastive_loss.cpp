@@ -41,22 +41,25 @@ Reduction parse_reduction(const std::string& name) {
   TORCH_CHECK(false, "unknown reduction '", name, "': use \"mean\" or \"sum\"");
 }
 
+at::Tensor score_matrix_loss(const at::Tensor& scores, Reduction reduction, bool symmetric, const at::Tensor& target) {
+  TORCH_CHECK(scores.dim() == 2, "score_matrix_loss: scores must be [N, M], got ", scores.sizes());
+  const auto t = detail::positive_columns(target, scores.size(0), scores.size(1), scores.device(), "contrastive_loss");
+  const auto query_to_passage = at::cross_entropy_loss(scores, t, {}, to_aten(reduction));
+  if (!symmetric) return query_to_passage;
+  // Rows: each query's positive passage; columns: the N queries; target: its own query.
+  const auto passage_to_query = at::cross_entropy_loss(
+      scores.index_select(1, t).t(), at::arange(scores.size(0), t.options()), {}, to_aten(reduction));
+  return (query_to_passage + passage_to_query) / 2;
+}
+
 at::Tensor contrastive_loss(const at::Tensor& q, const at::Tensor& p, const ContrastiveLossOptions& options,
                             const at::Tensor& target) {
-  const auto s = scores(q, p, options);
-  const auto t = detail::positive_columns(target, q.size(0), p.size(0), s.device(), "contrastive_loss");
-  return at::cross_entropy_loss(s, t, {}, to_aten(options.reduction()));
+  return score_matrix_loss(scores(q, p, options), options.reduction(), /*symmetric=*/false, target);
 }
 
 at::Tensor symmetric_contrastive_loss(const at::Tensor& q, const at::Tensor& p, const ContrastiveLossOptions& options,
                                       const at::Tensor& target) {
-  const auto s = scores(q, p, options);
-  const auto t = detail::positive_columns(target, q.size(0), p.size(0), s.device(), "contrastive_loss");
-  const auto query_to_passage = at::cross_entropy_loss(s, t, {}, to_aten(options.reduction()));
-  // Rows: each query's positive passage; columns: the N queries; target: its own query.
-  const auto passage_to_query = at::cross_entropy_loss(s.index_select(1, t).t(), at::arange(q.size(0), t.options()),
-                                                       {}, to_aten(options.reduction()));
-  return (query_to_passage + passage_to_query) / 2;
+  return score_matrix_loss(scores(q, p, options), options.reduction(), /*symmetric=*/true, target);
 }
 
 namespace {

@@ -20,6 +20,7 @@
 namespace gradcache {
 namespace distributed {
 
+
 struct ProcessGroup::Impl {
   int rank = 0, world_size = 1, local_rank = 0;
   ProcessGroupOptions options;

@@ -64,10 +64,10 @@ at::Tensor GradCacheBase::cache_step(const std::vector<ModelInput>& inputs, cons
   detail::Rollback rollback(devices, buffers);
   std::vector<ForwardResult> forward;
   std::vector<at::Tensor> reps;
-  int64_t retained_bytes = 0;
+  retained_by_earlier_models_ = 0;
   for (size_t i = 0; i < n; ++i) {
-    forward.push_back(forward_no_grad(i, chunks[i], retained_bytes));
-    retained_bytes += forward.back().retained_bytes();
+    forward.push_back(forward_no_grad(i, chunks[i]));
+    retained_by_earlier_models_ += forward.back().retained_bytes();
     reps.push_back(forward.back().reps);
   }
   at::Tensor loss;
@@ -95,12 +95,12 @@ at::Tensor GradCacheBase::get_reps(const c10::IValue& model_output) {
 
 std::vector<at::Tensor> GradCacheBase::get_input_tensors(const ModelInput& chunk) { return chunk.tensors(); }
 
+// chunk_representation() (model_call.h) through the overridable steps model_call and get_reps.
 at::Tensor GradCacheBase::representation(const Model& model, const ModelInput& chunk) {
   return to_full_precision(get_reps(model_call(model, chunk)));
 }
 
-ForwardResult GradCacheBase::forward_no_grad(size_t model_index, const std::vector<ModelInput>& chunks,
-                                             int64_t retained_before) {
+ForwardResult GradCacheBase::forward_no_grad(size_t model_index, const std::vector<ModelInput>& chunks) {
   const Model& model = models_[model_index];
   const auto parameter_devices = devices_of(model.parameters());  // once, not per chunk
   ForwardResult result;
@@ -109,8 +109,8 @@ ForwardResult GradCacheBase::forward_no_grad(size_t model_index, const std::vect
     ChunkRecord record;
     record.rng_state = RngState::capture(merge(parameter_devices, devices_of(get_input_tensors(chunk))));
     at::Tensor rep;
-    if (retention_.should_retain(result.chunks, chunks.size(), chunk.batch_size(), retained_before)) {
-      rep = forward_with_graph(model_index, chunk, result.chunks, retained_before, record);
+    if (retention_.should_retain(result.chunks, chunks.size(), chunk.batch_size(), retained_by_earlier_models_)) {
+      rep = forward_with_graph(model_index, chunk, result.chunks, record);
     } else {
       c10::NoGradGuard no_grad;
       rep = representation(model, chunk);
@@ -125,8 +125,7 @@ ForwardResult GradCacheBase::forward_no_grad(size_t model_index, const std::vect
 }
 
 at::Tensor GradCacheBase::forward_with_graph(size_t model_index, const ModelInput& chunk,
-                                             const std::vector<ChunkRecord>& so_far, int64_t retained_before,
-                                             ChunkRecord& record) {
+                                             const std::vector<ChunkRecord>& so_far, ChunkRecord& record) {
   const Model& model = models_[model_index];
   const auto devices = devices_of(model.parameters());
   const c10::Device device = devices.empty() ? c10::Device(c10::kCPU) : devices.front();
@@ -139,7 +138,7 @@ at::Tensor GradCacheBase::forward_with_graph(size_t model_index, const ModelInpu
               " gave a representation without graph although it ran with grad; do its parameters require grad?");
   if (retention_.measures()) record.graph_bytes = memory_stats(device)->current - before;
   // A chunk that does not fit drops its graph here and is replayed in step 3.
-  record.retained = retention_.fits(so_far, retained_before, record.graph_bytes);
+  record.retained = retention_.fits(so_far, retained_by_earlier_models_, record.graph_bytes.value_or(0));
   if (record.retained) record.graph = rep;
   return rep;
 }

@@ -16,9 +16,7 @@ struct Model::Impl {
 
 namespace detail {
 
-void throw_call_error(const std::string& who, const std::string& what) {
-  throw std::invalid_argument(who + ": " + what);
-}
+void throw_call_error(const std::string& who, const std::string& what) { TORCH_CHECK(false, who, ": ", what); }
 
 std::vector<c10::IValue> call_values(const ModelInput& input) {
   std::vector<c10::IValue> values = input.args();

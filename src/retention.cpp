@@ -9,7 +9,7 @@ namespace {
 
 int64_t bytes_kept(const std::vector<ChunkRecord>& records) {
   int64_t bytes = 0;
-  for (const auto& r : records) bytes += r.retained ? r.graph_bytes : 0;
+  for (const auto& r : records) bytes += r.retained ? r.graph_bytes.value_or(0) : 0;
   return bytes;
 }
 
@@ -28,23 +28,28 @@ RetentionPolicy::RetentionPolicy(int64_t max_chunks, int64_t memory) : max_chunk
 }
 
 bool RetentionPolicy::should_retain(const std::vector<ChunkRecord>& so_far, size_t num_chunks,
-                                    c10::optional<int64_t> rows, int64_t retained_before) const {
+                                    c10::optional<int64_t> rows, int64_t earlier_models) const {
   const auto n = static_cast<int64_t>(num_chunks);
   const int64_t limit = max_chunks_ >= 0 ? std::min(max_chunks_, n) : (measures() ? n : 0);
   const int64_t kept = std::count_if(so_far.begin(), so_far.end(), [](const ChunkRecord& r) { return r.retained; });
   if (kept >= limit) return false;
   if (!measures()) return true;
   // A measured chunk that did not fit ends retention for this model.
-  const auto measured = std::find_if(so_far.rbegin(), so_far.rend(), [](const ChunkRecord& r) { return r.graph_bytes > 0; });
+  const auto measured =
+      std::find_if(so_far.rbegin(), so_far.rend(), [](const ChunkRecord& r) { return r.graph_bytes.has_value(); });
   if (measured == so_far.rend()) return true;  // the probe
   if (!measured->retained) return false;
   if (!rows || measured->rows <= 0) return true;
-  const double bytes_per_row = static_cast<double>(measured->graph_bytes) / measured->rows;
-  return bytes_per_row * *rows <= memory_ - retained_before - bytes_kept(so_far);
+  const double bytes_per_row = static_cast<double>(*measured->graph_bytes) / measured->rows;
+  return bytes_per_row * *rows <= bytes_left(so_far, earlier_models);
 }
 
-bool RetentionPolicy::fits(const std::vector<ChunkRecord>& so_far, int64_t retained_before, int64_t bytes) const {
-  return !measures() || bytes <= memory_ - retained_before - bytes_kept(so_far);
+bool RetentionPolicy::fits(const std::vector<ChunkRecord>& so_far, int64_t earlier_models, int64_t bytes) const {
+  return !measures() || bytes <= bytes_left(so_far, earlier_models);
+}
+
+int64_t RetentionPolicy::bytes_left(const std::vector<ChunkRecord>& so_far, int64_t earlier_models) const {
+  return memory_ - earlier_models - bytes_kept(so_far);
 }
 
 }  // namespace gradcache

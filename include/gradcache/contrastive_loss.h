@@ -1,4 +1,4 @@
-// InfoNCE with in-batch negatives and hard negatives (algorithm.md §1).
+// InfoNCE with in-batch negatives and hard negatives (docs/design.md §1).
 #pragma once
 
 #include <gradcache/loss.h>
@@ -41,6 +41,13 @@ at::Tensor contrastive_loss(const at::Tensor& q, const at::Tensor& p, const Cont
 /// negatives are only candidates of the first direction).
 at::Tensor symmetric_contrastive_loss(const at::Tensor& q, const at::Tensor& p,
                                       const ContrastiveLossOptions& options = {}, const at::Tensor& target = {});
+
+/// InfoNCE of a score matrix: `scores` [N, M], already divided by the temperature, whatever
+/// computed them (a dot product, a cosine, a learned similarity). The positive columns are
+/// `target` (int64 [N]) if given, else the stride 1 + k layout above (M = N * (1 + k)).
+/// `symmetric` averages in the passage-to-query direction over the positive columns.
+at::Tensor score_matrix_loss(const at::Tensor& scores, Reduction reduction = Reduction::Mean, bool symmetric = false,
+                             const at::Tensor& target = {});
 
 /// The reference's SimpleContrastiveLoss as a loss object for GradCache.
 /// LossArgs understood: "reduction" ("mean"|"sum"), "target" (int64 tensor [N]).

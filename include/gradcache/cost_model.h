@@ -1,4 +1,4 @@
-// The cost model of a cache step (algorithm.md §3): what the cache costs over gradient
+// The cost model of a cache step (docs/design.md §3): what the cache costs over gradient
 // accumulation, from the parts of a step measured on the machine at hand. On CPU the
 // backward is not 2 x the forward, so a fixed target (the paper's +20%) says little; the
 // benchmarks judge a step against this prediction instead.

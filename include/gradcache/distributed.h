@@ -1,5 +1,5 @@
 // Data-parallel Gradient Cache over torch.distributed's c10d: Gloo on CPU, NCCL on CUDA,
-// processes launched by torchrun (algorithm.md §4).
+// processes launched by torchrun (docs/design.md §4).
 #pragma once
 
 #include <gradcache/grad_cache.h>
@@ -25,6 +25,10 @@ struct ProcessGroupOptions {
   /// Where the tensors of collectives live (CPU for Gloo).
   TORCH_ARG(c10::Device, device) = c10::Device(c10::kCPU);
 };
+
+/// A TCP port on 127.0.0.1 that was free a moment ago (the kernel's choice for port 0): the
+/// MASTER_PORT of a group whose ranks all run on this machine. Throws when no socket can be had.
+int free_loopback_port();
 
 /// Where and as whom a process joins its group: everything torch.distributed's env://
 /// rendezvous reads from the environment, passed explicitly (the library reads no

@@ -42,7 +42,7 @@ struct GradCacheOptions {
   TORCH_ARG(std::shared_ptr<GradScaler>, scaler) = nullptr;
 };
 
-/// The steps of a gradient cache (algorithm.md §2) around a step 2 that subclasses give:
+/// The steps of a gradient cache (docs/design.md §2) around a step 2 that subclasses give:
 /// 1. split each model's input and run every chunk without graph, recording the generators;
 /// 2. build_cache: the gradient of the loss with respect to every representation;
 /// 3. replay each chunk with grad and backpropagate its slice of the cached gradient.
@@ -78,10 +78,9 @@ class GradCacheBase {
   virtual std::vector<at::Tensor> get_input_tensors(const ModelInput& chunk);
 
   /// Step 1: every chunk without graph, recording the generators before each. Chunks the
-  /// retention policy picks run with grad and keep their graph; `retained_before` is what
-  /// the models before this one retained in this step (bytes).
-  virtual ForwardResult forward_no_grad(size_t model_index, const std::vector<ModelInput>& chunks,
-                                        int64_t retained_before);
+  /// retention policy picks run with grad and keep their graph (within what the models before
+  /// this one retained in this step: retained_by_earlier_models()).
+  virtual ForwardResult forward_no_grad(size_t model_index, const std::vector<ModelInput>& chunks);
   /// Step 2: from the representations of step 1 (no graph), the gradient of the loss with
   /// respect to each model's representations, in model order; sets `loss_out`.
   virtual std::vector<at::Tensor> build_cache(const std::vector<at::Tensor>& reps, const LossArgs& loss_args,
@@ -102,15 +101,18 @@ class GradCacheBase {
   bool last_use_of_module(size_t model_index) const;
   /// "model i (Name)", for messages.
   std::string model_label(size_t model_index) const;
+  /// Bytes of graphs the models before the current one kept in this step's step 1.
+  int64_t retained_by_earlier_models() const { return retained_by_earlier_models_; }
 
  private:
   // A chunk's representation as the loss sees it (model_call, get_reps, fp32).
   at::Tensor representation(const Model& model, const ModelInput& chunk);
   // Step 1 for a chunk the policy retains: with grad, measured under a memory limit.
   at::Tensor forward_with_graph(size_t model_index, const ModelInput& chunk, const std::vector<ChunkRecord>& so_far,
-                                int64_t retained_before, ChunkRecord& record);
+                                ChunkRecord& record);
   void check_representation(size_t model_index, const at::Tensor& rep, c10::optional<int64_t> rows) const;
 
+  int64_t retained_by_earlier_models_ = 0;  // step 1 of the current step, models before this one
   std::vector<Model> models_;
   std::vector<int64_t> chunk_sizes_;
   GradCacheOptions options_;

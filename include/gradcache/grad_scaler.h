@@ -36,7 +36,7 @@ struct GradScalerOptions {
   TORCH_ARG(std::function<bool(bool)>, agree_found_inf) = nullptr;
 };
 
-/// Dynamic loss scaling (algorithm.md §2, "Loss scaling"), with the semantics of PyTorch's
+/// Dynamic loss scaling (docs/design.md §2, "Loss scaling"), with the semantics of PyTorch's
 /// GradScaler:
 ///
 ///   auto loss = model_loss(...);

@@ -10,7 +10,7 @@
 
 namespace gradcache {
 
-/// The precision the models compute in (algorithm.md §2, "Autocast"). The loss, the
+/// The precision the models compute in (docs/design.md §2, "Autocast"). The loss, the
 /// representations it sees and the gradient cache are always fp32.
 /// - fp32: no autocast (default).
 /// - bf16: autocast to bfloat16; on CPU and CUDA. No loss scaling needed (fp32's exponent range).

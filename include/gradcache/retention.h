@@ -1,4 +1,4 @@
-// What step 1 keeps of each chunk, and which chunks keep their graph (algorithm.md §3,
+// What step 1 keeps of each chunk, and which chunks keep their graph (docs/design.md §3,
 // "Retain"): a retained chunk runs with grad in step 1, so step 3 only runs its backward.
 #pragma once
 
@@ -18,7 +18,9 @@ struct ChunkRecord {
   int64_t rows = 0;         ///< rows of its representation
   bool retained = false;    ///< step 1 kept its graph: step 3 runs only its backward
   at::Tensor graph;         ///< the retained representation with its graph, until step 3 frees it
-  int64_t graph_bytes = 0;  ///< activations its graph held when measured (kept or not), else 0
+  /// Activations its graph held, kept or not: measured only under a memory limit
+  /// (GradCacheOptions::retain_memory); nullopt when not measured (a measured 0 is 0).
+  c10::optional<int64_t> graph_bytes;
 };
 
 /// Step 1's outcome for one model.
@@ -41,13 +43,17 @@ class RetentionPolicy {
 
   /// Whether chunks are measured (a memory limit is set).
   bool measures() const { return memory_ > 0; }
-  /// Whether the next chunk (of `rows` rows, of `num_chunks`) should run with grad.
+  /// Whether the next chunk (of `rows` rows, of `num_chunks`) should run with grad, given the
+  /// model's chunks `so_far` and the bytes `earlier_models` retained in this step.
   bool should_retain(const std::vector<ChunkRecord>& so_far, size_t num_chunks, c10::optional<int64_t> rows,
-                     int64_t retained_before) const;
+                     int64_t earlier_models) const;
   /// Whether a chunk whose graph measured `bytes` still fits.
-  bool fits(const std::vector<ChunkRecord>& so_far, int64_t retained_before, int64_t bytes) const;
+  bool fits(const std::vector<ChunkRecord>& so_far, int64_t earlier_models, int64_t bytes) const;
 
  private:
+  // Bytes the limit leaves for this model's next chunk.
+  int64_t bytes_left(const std::vector<ChunkRecord>& so_far, int64_t earlier_models) const;
+
   int64_t max_chunks_;
   int64_t memory_;
 };

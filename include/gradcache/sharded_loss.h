@@ -1,7 +1,7 @@
 // A contrastive loss sharded across the ranks of a process group: each rank computes the rows
 // of its own queries against every rank's passages, and the passage blocks travel round a ring
 // (the idea of Inf-CL, arXiv 2410.17243), so no rank holds all the representations or more
-// than one tile of scores (algorithm.md §4-5).
+// than one tile of scores (docs/design.md §4-5).
 #pragma once
 
 #include <gradcache/distributed.h>

@@ -1,5 +1,5 @@
 // Learned similarity: a network Phi(q, p) scores query-passage pairs, trained with the encoders
-// through the paper's dual gradient cache (Gao et al. 2021, §5; algorithm.md §6).
+// through the paper's dual gradient cache (Gao et al. 2021, §5; docs/design.md §6).
 #pragma once
 
 #include <gradcache/contrastive_loss.h>  // Reduction
@@ -97,7 +97,7 @@ struct DualCacheResult {
   at::Tensor p_grad;  ///< dL/dp, [M, e]
 };
 
-/// Steps 1 (scores part) to 3 of the dual cache (algorithm.md §6) on representations q [N, d]
+/// Steps 1 (scores part) to 3 of the dual cache (docs/design.md §6) on representations q [N, d]
 /// and p [M, e] (their graphs, if any, are not used):
 ///   (a) all scores S_ij = Phi(q_i, p_j) / temperature tile by tile without graph, folded into
 ///       each row's (and column's) log-sum-exp; the generators are recorded before the first tile;

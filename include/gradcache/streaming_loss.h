@@ -1,4 +1,4 @@
-// A contrastive loss that never builds the N x M score matrix (algorithm.md §5): scores are
+// A contrastive loss that never builds the N x M score matrix (docs/design.md §5): scores are
 // computed tile by tile, folded into an online log-sum-exp in the forward and recomputed in
 // the backward, as in FlashAttention and Inf-CL.
 #pragma once

@@ -2,7 +2,7 @@
 // references, with hard negatives and texts of unequal length (padding matters).
 #pragma once
 
-#include "retriever/batching.h"
+#include "retriever/model/batching.h"
 
 #include <cstdint>
 #include <vector>

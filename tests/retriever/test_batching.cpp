@@ -1,6 +1,7 @@
 // The retriever's encoder, batching and checkpoint pieces.
-#include "retriever/batching.h"
-#include "retriever/encoder.h"
+#include "retriever/model/build_model.h"
+#include "retriever/model/batching.h"
+#include "retriever/model/encoders.h"
 #include "tests/retriever/train_test_util.h"
 
 #include <gradcache/gradcache.h>
@@ -130,7 +131,7 @@ TEST(Checkpoint, LossScalerStateRoundTrip) {
   config.heads = 2;
   config.layers = 1;
   config.ffn_dim = 32;
-  config.precision = "fp16";
+  config.precision = gradcache::Precision::fp16;
   auto model = gr::build_model(config);
   torch::optim::AdamW optimizer(model.parameters(), torch::optim::AdamWOptions(1e-3));
   gradcache::GradScaler scaler(gradcache::GradScalerOptions().init_scale(1024).growth_interval(5));

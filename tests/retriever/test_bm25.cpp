@@ -1,6 +1,6 @@
 // Bm25Index: exact-term matches first, English stemming, query text that is never syntax,
 // empty queries, and a named index directory reused for the same corpus and rebuilt otherwise.
-#include "retriever/bm25.h"
+#include "retriever/search/bm25.h"
 
 #include <ATen/ATen.h>
 #include <gtest/gtest.h>

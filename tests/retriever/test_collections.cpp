@@ -1,5 +1,5 @@
 // Readers of collections (corpus, queries) and relevance judgements: formats and bad lines.
-#include "retriever/judgements.h"
+#include "retriever/data/judgements.h"
 #include "tests/retriever/text_test_util.h"
 
 #include <gtest/gtest.h>

@@ -1,10 +1,10 @@
 // DenseIndex: FAISS's flat index answers exactly as exact_top_k (ties included), the
 // approximate indexes find most of the exact neighbours, and bad parameters are refused clearly.
-#include "retriever/dense_index.h"
-#include "retriever/evaluate_checkpoint.h"
-#include "retriever/metrics.h"
-#include "retriever/search.h"
-#include "retriever/task.h"
+#include "retriever/data/task.h"
+#include "retriever/search/dense_index.h"
+#include "retriever/search/evaluate_run.h"
+#include "retriever/search/exact_top_k.h"
+#include "retriever/search/metrics.h"
 
 #include <ATen/ATen.h>
 #include <gtest/gtest.h>

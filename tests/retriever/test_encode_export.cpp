@@ -1,14 +1,14 @@
 // gradcache export and encode: the TorchScript encoder equals the built-in one, exports of tied
 // and untied runs reproduce their encoders, .npy files and embeddings directories round-trip,
 // bad ones are named, and encoding shard by shard equals encoding at once.
-#include "retriever/embeddings.h"
-#include "retriever/encode_corpus.h"
-#include "retriever/evaluate.h"
-#include "retriever/export_run.h"
-#include "retriever/files.h"
-#include "retriever/npy.h"
-#include "retriever/script_encoder.h"
-#include "retriever/text_encoder.h"
+#include "retriever/model/saved_encoder.h"
+#include "retriever/model/torchscript_export.h"
+#include "retriever/run/atomic_file.h"
+#include "retriever/run/embeddings.h"
+#include "retriever/run/export_run.h"
+#include "retriever/run/npy.h"
+#include "retriever/search/encode_corpus.h"
+#include "retriever/search/evaluate.h"
 #include "tests/retriever/train_test_util.h"
 
 #include <torch/script.h>
@@ -236,7 +236,7 @@ TEST(Encode, ShardsEqualOneEncodingAndAStopLeavesNothing) {
   gr::EncodeControl control;
   control.stop = &stop;
   settings.output = dir / "stopped";
-  EXPECT_THROW(gr::encode_corpus(settings, control), gr::EvalStopped);
+  EXPECT_THROW(gr::encode_corpus(settings, control), gr::StoppedBySignal);
   for (const auto& entry : fs::directory_iterator(dir.path))
     EXPECT_EQ(entry.path().filename().string().find("stopped"), std::string::npos) << entry.path();
 }

@@ -1,7 +1,7 @@
 // Tests of the retriever's evaluation pieces: tokenizer, retrieval metrics, exact blocked search.
-#include "retriever/metrics.h"
-#include "retriever/search.h"
-#include "retriever/tokenizer.h"
+#include "retriever/model/tokenizer.h"
+#include "retriever/search/exact_top_k.h"
+#include "retriever/search/metrics.h"
 
 #include <ATen/ATen.h>
 #include <gtest/gtest.h>

@@ -1,7 +1,7 @@
-// fast_dropout (retriever/fast_dropout.h): masks replay bit for bit from the default CPU
+// fast_dropout (retriever/model/fast_dropout.h): masks replay bit for bit from the default CPU
 // generator's state (what Gradient Cache restores), and the statistics are dropout's.
-#include "retriever/encoder.h"
-#include "retriever/fast_dropout.h"
+#include "retriever/model/encoders.h"
+#include "retriever/model/fast_dropout.h"
 
 #include <gradcache/rng_state.h>
 

@@ -1,8 +1,8 @@
 // Hard-negative mining: the choice of negatives from ranked lists (rank range, exclusions,
 // positive-aware filter, seeded draw), the ids the readers keep for it, and `mine` end to end
 // on a small corpus with a freshly initialised run.
-#include "retriever/negative_mining.h"
-#include "retriever/text_data.h"
+#include "retriever/data/text_data.h"
+#include "retriever/search/negative_mining.h"
 #include "text_test_util.h"
 
 #include <gtest/gtest.h>

@@ -1,9 +1,9 @@
 // Model selection on dev data: the held-out dev split, the choice of the best model and
 // --patience, and that a resumed run chooses as an uninterrupted one.
-#include "retriever/dev_split.h"
-#include "retriever/files.h"
-#include "retriever/model_selection.h"
-#include "retriever/passage_corpus.h"
+#include "retriever/data/dev_split.h"
+#include "retriever/data/passage_corpus.h"
+#include "retriever/run/atomic_file.h"
+#include "retriever/train/model_selection.h"
 #include "tests/retriever/train_test_util.h"
 
 #include <gtest/gtest.h>

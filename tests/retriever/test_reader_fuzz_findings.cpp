@@ -1,7 +1,7 @@
 // Regression tests for what fuzzing the readers (fuzz/, scripts/fuzz.sh) found. Each test names
 // the finding; the input is the reduced crash input of the fuzz target.
-#include "retriever/text_data.h"
-#include "retriever/train_config.h"
+#include "retriever/config/train_config.h"
+#include "retriever/data/text_data.h"
 
 #include <gtest/gtest.h>
 

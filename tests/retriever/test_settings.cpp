@@ -1,6 +1,6 @@
 // The settings tables of train and eval: what the flags and config files become.
-#include "retriever/evaluate_checkpoint.h"
-#include "retriever/train_config.h"
+#include "retriever/config/train_config.h"
+#include "retriever/search/evaluate_run.h"
 #include "tests/retriever/train_test_util.h"
 
 #include <gtest/gtest.h>
@@ -50,11 +50,41 @@ TEST(TrainConfig, TableDeclaresEverySettingOnceWithHelp) {
   gr::TrainConfig c;
   c.batch_size = 77;
   c.chunk_memory = 12345;
-  c.mode = "accumulate";
+  c.mode = gr::TrainMode::Accumulate;
   const nlohmann::json j = c;
   EXPECT_EQ(j.size(), keys.size());
   EXPECT_EQ(j.get<gr::TrainConfig>().batch_size, 77);
   EXPECT_EQ(nlohmann::json(j.get<gr::TrainConfig>()), j);
+}
+
+// Each choice (--mode, --loss, --precision, --similarity, --on-bad-line) is parsed once, by the
+// table, into an enum: config.json keeps its name, any other name is refused from a flag or a
+// file alike, with the list, and nothing downstream compares strings.
+TEST(TrainConfig, ChoicesAreParsedOnce) {
+  const auto c = gr::build_train_config(nlohmann::json{{"loss", "streaming-symmetric"}, {"on_bad_line", "skip"}},
+                                        {{"mode", "accumulate"}, {"precision", "bf16"}, {"similarity", "mlp"}});
+  EXPECT_EQ(c.mode, gr::TrainMode::Accumulate);
+  EXPECT_EQ(c.loss, gr::LossKind::StreamingSymmetric);
+  EXPECT_EQ(c.precision, gradcache::Precision::bf16);
+  EXPECT_EQ(c.similarity, gr::SimilarityKind::Mlp);
+  EXPECT_EQ(c.on_bad_line, gr::OnBadLine::Skip);
+  const nlohmann::json saved = c;
+  EXPECT_EQ(saved.at("mode"), "accumulate");
+  EXPECT_EQ(saved.at("loss"), "streaming-symmetric");
+  EXPECT_EQ(saved.at("precision"), "bf16");
+  EXPECT_EQ(gr::read_saved_config(saved).loss, gr::LossKind::StreamingSymmetric);
+  const auto refused = [](const nlohmann::json& file, const gr::GivenSettings& flags) {
+    try {
+      gr::build_train_config(file, flags);
+    } catch (const gr::SettingsError& e) {
+      return std::string(e.what());
+    }
+    return std::string("accepted");
+  };
+  EXPECT_EQ(refused(nlohmann::json::object(), {{"mode", "sgd"}}),
+            "--mode must be cache, full or accumulate, got \"sgd\"");
+  EXPECT_EQ(refused(nlohmann::json{{"similarity", "cosine"}}, {}), "--similarity must be dot or mlp, got \"cosine\"");
+  EXPECT_NE(refused(nlohmann::json{{"loss", 3}}, {}).find("wrong type"), std::string::npos);
 }
 
 TEST(TrainConfig, FlagsOverrideTheFileWhichOverridesTheDefaults) {
@@ -219,11 +249,11 @@ TEST(TrainConfig, ALossOverOneQueryNeedsHardNegatives) {
   ASSERT_EQ(gr::setting_warnings(c).size(), 1u);
   EXPECT_NE(gr::setting_warnings(c)[0].find("only its 2 hard negatives"), std::string::npos);
   c = gr::TrainConfig{};  // accumulate: each sub-batch is a loss of its own
-  c.mode = "accumulate";
+  c.mode = gr::TrainMode::Accumulate;
   c.sub_batch_size = 1;
   EXPECT_NE(settings_error([&] { gr::validate(c); }).find("--sub-batch-size 1 without --negatives"),
             std::string::npos);
-  c.mode = "cache";  // sub-batches are accumulate's only
+  c.mode = gr::TrainMode::Cache;  // sub-batches are accumulate's only
   EXPECT_NO_THROW(gr::validate(c));
 }
 

@@ -1,19 +1,20 @@
 // --similarity mlp: the cache step through the dual gradient cache gives the gradients of a
 // full-batch backward over Phi's score matrix (encoder and Phi), the evaluation's re-ranking
 // orders the dense top K by Phi, and checkpoints carry Phi and its optimizer state.
-#include "retriever/batching.h"
-#include "retriever/checkpoint.h"
-#include "retriever/dense_index.h"
-#include "retriever/encoder.h"
-#include "retriever/files.h"
-#include "retriever/evaluate.h"
-#include "retriever/rerank.h"
-#include "retriever/search.h"
-#include "retriever/train_config.h"
-#include "retriever/training_step.h"
+#include "retriever/model/build_model.h"
+#include "retriever/config/train_config.h"
+#include "retriever/model/batching.h"
+#include "retriever/model/encoders.h"
+#include "retriever/run/atomic_file.h"
+#include "retriever/run/checkpoint.h"
+#include "retriever/search/dense_index.h"
+#include "retriever/search/evaluate.h"
+#include "retriever/search/exact_top_k.h"
+#include "retriever/search/rerank.h"
+#include "retriever/train/training_step.h"
 #include "tests/retriever/step_batch.h"
 #include "tests/retriever/train_test_util.h"
-#include "tests/test_util.h"
+#include "tests/core/test_util.h"
 
 #include <gtest/gtest.h>
 #include <torch/torch.h>
@@ -84,7 +85,7 @@ struct PhiFixture {
 
 }  // namespace
 
-// Tolerance kTol32 (tests/test_util.h): the same operations on the same dropout masks; only
+// Tolerance kTol32 (tests/core/test_util.h): the same operations on the same dropout masks; only
 // the order of the fp32 sums differs (the cache's tile-wise log-sum-exp and its per-tile
 // accumulation of dL/dq, dL/dp and dL/dPhi). A lost tile, a wrong mask or a mis-scaled
 // gradient gives errors of 1e-2 and more.
@@ -93,7 +94,7 @@ TEST(SimilarityMlp, CacheStepEqualsFullBatchBackwardOverPhisScores) {
     PhiFixture f;
     double cache_loss = 0, full_loss = 0;
     const auto cached = f.step_gradients(
-        gr::StepOptions().mode("cache").chunk_size(3).passage_chunk_size(5).split_input_fn(gr::split_and_trim),
+        gr::StepOptions().mode(gr::TrainMode::Cache).chunk_size(3).passage_chunk_size(5).split_input_fn(gr::split_and_trim),
         gradcache::DualCacheOptions().tile_size(3).symmetric(symmetric), cache_loss);
     const auto full = f.full_batch_gradients(3, 5, 3, symmetric, full_loss);
     const double error = gctest::max_rel_error(cached, full);
@@ -112,7 +113,7 @@ TEST(SimilarityMlp, FullModeIsTheFullBatchLossOverPhi) {
   // one chunk per side and one tile.
   PhiFixture f;
   double step_loss = 0, full_loss = 0;
-  const auto stepped = f.step_gradients(gr::StepOptions().mode("full"), gradcache::DualCacheOptions(), step_loss);
+  const auto stepped = f.step_gradients(gr::StepOptions().mode(gr::TrainMode::Full), gradcache::DualCacheOptions(), step_loss);
   const auto full = f.full_batch_gradients(8, 16, 16, false, full_loss);
   EXPECT_LT(gctest::max_rel_error(stepped, full), gctest::kTol32);
   EXPECT_NEAR(step_loss, full_loss, 1e-5 * std::abs(full_loss));
@@ -123,7 +124,7 @@ TEST(SimilarityMlp, AccumulateWithOneSubBatchIsTheFullBatchLossOverPhi) {
   PhiFixture f;
   double accumulate_loss = 0, full_loss = 0;
   const auto accumulated =
-      f.step_gradients(gr::StepOptions().mode("accumulate").sub_batch_size(8), gradcache::DualCacheOptions(),
+      f.step_gradients(gr::StepOptions().mode(gr::TrainMode::Accumulate).sub_batch_size(8), gradcache::DualCacheOptions(),
                        accumulate_loss);
   const auto full = f.full_batch_gradients(8, 16, 16, false, full_loss);
   EXPECT_LT(gctest::max_rel_error(accumulated, full), gctest::kTol32);
@@ -226,7 +227,7 @@ gr::TrainConfig phi_config() {
   c.heads = 2;
   c.layers = 1;
   c.ffn_dim = 32;
-  c.similarity = "mlp";
+  c.similarity = gr::SimilarityKind::Mlp;
   c.phi_hidden = 8;
   return c;
 }
@@ -279,7 +280,7 @@ TEST(SimilarityMlp, CheckpointRoundTripsPhiAndItsOptimizerState) {
 
 TEST(SimilarityMlp, DotCheckpointsHaveNoPhi) {
   auto config = phi_config();
-  config.similarity = "dot";
+  config.similarity = gr::SimilarityKind::Dot;
   config.phi_hidden = 0;
   const auto model = gr::build_model(config);
   EXPECT_FALSE(model.similarity());
@@ -296,11 +297,11 @@ TEST(SimilarityMlp, SettingsRefuseWhatItCannotCombineWith) {
   EXPECT_NE(refused([](gr::TrainConfig& c) { c.model = "encoder.pt"; }).find("needs the built-in encoder"),
             std::string::npos);
   // (On a LibTorch without fp16 autocast on the CPU, that check speaks first.)
-  EXPECT_NE(refused([](gr::TrainConfig& c) { c.precision = "fp16"; }).find("fp16"), std::string::npos);
-  EXPECT_NE(refused([](gr::TrainConfig& c) { c.loss = "streaming"; }).find("streaming"),
+  EXPECT_NE(refused([](gr::TrainConfig& c) { c.precision = gradcache::Precision::fp16; }).find("fp16"), std::string::npos);
+  EXPECT_NE(refused([](gr::TrainConfig& c) { c.loss = gr::LossKind::Streaming; }).find("streaming"),
             std::string::npos);
   EXPECT_NE(refused([](gr::TrainConfig& c) {
-              c.similarity = "dot";
+              c.similarity = gr::SimilarityKind::Dot;
             }).find("--phi-hidden is used only with --similarity mlp"),
             std::string::npos);
 }
@@ -312,7 +313,7 @@ TEST(SimilarityMlp, TrainsThroughTheDualCacheAndResumesBitIdentically) {
   TempDir dir;
   write_task(dir);
   auto config = tiny_config(dir);
-  config.similarity = "mlp";
+  config.similarity = gr::SimilarityKind::Mlp;
   config.phi_tile = 12;  // tiles smaller than the 32 x 32 score matrix
   config.output = dir / "straight";
   const auto straight = gr::train(config, quiet());

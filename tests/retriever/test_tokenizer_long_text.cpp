@@ -1,12 +1,12 @@
 // The tokenizer with long texts, in a process that also holds LibTorch's protobuf (this binary is
-// linked against LibTorch through the retriever library, so the protobuf clash described in tokenizer.cpp
+// linked against LibTorch through the retriever library, so the protobuf clash described in model/tokenizer.cpp
 // is present), and with sentencepiece's logging.
 //
 // Before the fix, training on a text longer than sentencepiece's max_sentence_length (4192
 // bytes) killed the process with SIGSEGV: sentencepiece warned about the text through a
 // std::cerr it had bound, under RTLD_DEEPBIND, to libstdc++'s never-initialised copy.
 
-#include "retriever/tokenizer.h"
+#include "retriever/model/tokenizer.h"
 
 #include <ATen/Parallel.h>
 #include <dlfcn.h>

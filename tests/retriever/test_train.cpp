@@ -1,6 +1,6 @@
 // Training runs end to end (small, seconds each): files, resume, modes, errors.
-#include "retriever/files.h"
-#include "retriever/task.h"
+#include "retriever/data/task.h"
+#include "retriever/run/atomic_file.h"
 #include "tests/retriever/train_test_util.h"
 
 #include <gradcache/gradcache.h>
@@ -38,7 +38,7 @@ TEST(Trainer, ResumedRunEndsBitIdenticalToAnUninterruptedOne) {
     TempDir dir;
     write_task(dir);
     auto config = tiny_config(dir);
-    config.mode = mode;
+    config.mode = gr::parse_choice(gr::train_mode_names(), mode, "--mode");
     config.eval = false;
     config.output = dir / "straight";
     gr::train(config, quiet());
@@ -68,7 +68,7 @@ TEST(Trainer, ModesAgreeWhereTheyShould) {
   std::vector<std::vector<torch::Tensor>> results;
   for (const char* mode : {"full", "cache", "accumulate"}) {
     auto config = tiny_config(dir);
-    config.mode = mode;
+    config.mode = gr::parse_choice(gr::train_mode_names(), mode, "--mode");
     config.chunk_size = 64;  // larger than the batch: one chunk
     config.sub_batch_size = 64;  // and one sub-batch
     config.sort_by_length = false;  // accumulate never sorts: keep one order for all
@@ -159,7 +159,7 @@ TEST(Task, SkippedLinesAreCountedAndNamed) {
   write(dir / "some_bad.tsv", text + "only a query\n\tno query\nanother lone query\n");
   auto config = tiny_config(dir);
   config.train_file = dir / "some_bad.tsv";
-  config.on_bad_line = "skip";
+  config.on_bad_line = gr::OnBadLine::Skip;
   const auto task = gr::load_task(config);
   EXPECT_EQ(task.train.size(), 96u);
   ASSERT_EQ(task.notices.size(), 1u);
@@ -289,17 +289,17 @@ TEST(Trainer, Bf16RunTrainsAndResumesBitIdentically) {
   TempDir dir;
   write_task(dir);
   auto config = tiny_config(dir);
-  config.precision = "bf16";
+  config.precision = gradcache::Precision::bf16;
   config.eval = false;
   config.output = dir / "straight";
   auto straight = gr::train(config, quiet());
   EXPECT_TRUE(std::isfinite(straight.final_loss));
   auto summary = nlohmann::json::parse(gr::read_file(dir / "straight/summary.json"));
   EXPECT_EQ(summary.at("precision"), "bf16");
-  EXPECT_EQ(gr::read_checkpoint_info(dir / "straight/checkpoint.pt").config.precision, "bf16");
+  EXPECT_EQ(gr::read_checkpoint_info(dir / "straight/checkpoint.pt").config.precision, gradcache::Precision::bf16);
 
   // bf16 computes something else than fp32 (autocast really was on).
-  config.precision = "fp32";
+  config.precision = gradcache::Precision::fp32;
   config.output = dir / "fp32";
   gr::train(config, quiet());
   auto a = weights(dir / "straight/checkpoint.pt"), f = weights(dir / "fp32/checkpoint.pt");
@@ -308,7 +308,7 @@ TEST(Trainer, Bf16RunTrainsAndResumesBitIdentically) {
   EXPECT_TRUE(differs);
 
   // A resumed bf16 run ends where the uninterrupted one did; it may not switch precision.
-  config.precision = "bf16";
+  config.precision = gradcache::Precision::bf16;
   config.output = dir / "interrupted";
   auto options = quiet();
   options.stop_after_steps = 4;
@@ -316,7 +316,7 @@ TEST(Trainer, Bf16RunTrainsAndResumesBitIdentically) {
   options.stop_after_steps = 0;
   options.resume = true;
   auto other = config;
-  other.precision = "fp32";
+  other.precision = gradcache::Precision::fp32;
   EXPECT_NE(error_of([&] { gr::train(other, options); }).find("precision"), std::string::npos);
   gr::train(config, options);
   auto b = weights(dir / "interrupted/checkpoint.pt");
@@ -327,11 +327,12 @@ TEST(Trainer, PrecisionIsValidated) {
   TempDir dir;
   write_task(dir);
   auto config = tiny_config(dir);
-  config.precision = "fp8";
-  EXPECT_NE(error_of([&] { gr::train(config, quiet()); }).find("--precision must be fp32, bf16 or fp16"),
+  // An unknown precision is refused where settings are read (flags, --config files, config.json).
+  EXPECT_NE(error_of([&] { gr::build_train_config(nlohmann::json::object(), {{"precision", "fp8"}}); })
+                .find("--precision must be fp32, bf16 or fp16"),
             std::string::npos);
   if (!gradcache::autocast_supported(gradcache::Precision::fp16, c10::kCPU)) {
-    config.precision = "fp16";
+    config.precision = gradcache::Precision::fp16;
     EXPECT_NE(error_of([&] { gr::train(config, quiet()); }).find("use --precision bf16 on CPU"), std::string::npos);
   }
 }

@@ -1,13 +1,13 @@
 // --loss streaming / streaming-symmetric and --tile: the settings, and a cache training step
 // through the streaming loss that gives the gradients of a full-batch backward through the
 // dense loss (the score matrix the streaming loss never builds).
-#include "retriever/batching.h"
-#include "retriever/encoder.h"
-#include "retriever/train_config.h"
-#include "retriever/training_loss.h"
-#include "retriever/training_step.h"
+#include "retriever/config/train_config.h"
+#include "retriever/model/batching.h"
+#include "retriever/model/encoders.h"
+#include "retriever/train/training_loss.h"
+#include "retriever/train/training_step.h"
 #include "tests/retriever/step_batch.h"
-#include "tests/test_util.h"
+#include "tests/core/test_util.h"
 
 #include <gradcache/gradcache.h>
 #include <gradcache/streaming_loss.h>
@@ -54,7 +54,7 @@ struct Batch {
     gctest::zero_grads(params);
     auto step = gr::make_training_step(encoder, encoder, loss,
                                        gr::StepOptions()
-                                           .mode("cache")
+                                           .mode(gr::TrainMode::Cache)
                                            .chunk_size(kQueryChunk)
                                            .passage_chunk_size(kPassageChunk)
                                            .split_input_fn(gr::split_and_trim));
@@ -87,7 +87,7 @@ struct Batch {
 
 gr::TrainConfig streaming_config(const std::string& loss) {
   gr::TrainConfig c;
-  c.loss = loss;
+  c.loss = gr::parse_choice(gr::loss_names(), loss, "--loss");
   c.temperature = 0.05;
   c.tile_size = 3;  // smaller than both 8 queries and 16 passages: several tiles, ragged ones last
   return c;
@@ -154,13 +154,13 @@ TEST(TrainingLoss, LossAndTileSettings) {
   EXPECT_EQ(gr::read_saved_config(saved).tile_size, 16);
   EXPECT_TRUE(gr::resume_invariant(c).contains("loss"));
   EXPECT_TRUE(gr::resume_invariant(c).contains("tile_size"));
-  EXPECT_TRUE(gr::is_symmetric_loss("streaming-symmetric") && gr::is_symmetric_loss("symmetric"));
-  EXPECT_FALSE(gr::is_symmetric_loss("streaming") || gr::is_symmetric_loss("infonce"));
+  EXPECT_TRUE(gr::is_symmetric(gr::LossKind::StreamingSymmetric) && gr::is_symmetric(gr::LossKind::Symmetric));
+  EXPECT_FALSE(gr::is_symmetric(gr::LossKind::Streaming) || gr::is_symmetric(gr::LossKind::InfoNce));
   const auto options = gr::streaming_loss_options(c);
   EXPECT_EQ(options.tile_size(), 16);
   EXPECT_EQ(options.temperature(), c.temperature);
   EXPECT_FALSE(options.symmetric());
-  gr::TrainConfig bad;
-  bad.loss = "cosine";
-  EXPECT_THROW(gr::make_loss(bad), std::invalid_argument);
+  // An unknown --loss never reaches make_loss: the settings table refuses it, from a file or a flag.
+  EXPECT_THROW(gr::build_train_config(nlohmann::json{{"loss", "cosine"}}, {}), gr::SettingsError);
+  EXPECT_THROW(gr::build_train_config(nlohmann::json::object(), {{"loss", "cosine"}}), gr::SettingsError);
 }

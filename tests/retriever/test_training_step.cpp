@@ -1,10 +1,10 @@
 // The training-step layer: cache, full and accumulate compute what they should, and a
 // non-finite loss leaves the gradients alone.
-#include "retriever/batching.h"
-#include "retriever/encoder.h"
-#include "retriever/training_step.h"
+#include "retriever/model/batching.h"
+#include "retriever/model/encoders.h"
+#include "retriever/train/training_step.h"
 #include "tests/retriever/step_batch.h"
-#include "tests/test_util.h"
+#include "tests/core/test_util.h"
 
 #include <gradcache/gradcache.h>
 
@@ -48,15 +48,15 @@ struct Fixture {
 
 // Tolerance: the cache backpropagates the loss into leaf copies of the representations, then
 // each chunk's slice of that gradient into the parameters, so only the order of the fp32
-// summations differs from the full batch (tests/test_util.h, kTol32).
+// summations differs from the full batch (tests/core/test_util.h, kTol32).
 TEST(TrainingStep, CacheEqualsFullWithDropoutOn) {
   Fixture f;
   double full_loss = 0, cache_loss = 0;
-  const auto full = f.gradients(gr::StepOptions().mode("full"), 5, &full_loss);
+  const auto full = f.gradients(gr::StepOptions().mode(gr::TrainMode::Full), 5, &full_loss);
   // One chunk per model: the dropout masks of step 1, the replay and the full pass are the
   // same draws, so the replay's generator bookkeeping is what is checked.
   const auto one_chunk = f.gradients(
-      gr::StepOptions().mode("cache").chunk_size(8).passage_chunk_size(16).split_input_fn(gr::split_and_trim), 5,
+      gr::StepOptions().mode(gr::TrainMode::Cache).chunk_size(8).passage_chunk_size(16).split_input_fn(gr::split_and_trim), 5,
       &cache_loss);
   gctest::report_error("step layer: cache (one chunk) vs full, dropout 0.1", gctest::max_rel_error(one_chunk, full));
   EXPECT_LT(gctest::max_rel_error(one_chunk, full), gctest::kTol32);
@@ -69,9 +69,9 @@ TEST(TrainingStep, CacheInChunksEqualsFullWithoutDropout) {
   // results agree up to fp32 summation order (and the trimming of each chunk's padding).
   Fixture f;
   f.encoder->eval();
-  const auto full = f.gradients(gr::StepOptions().mode("full"));
+  const auto full = f.gradients(gr::StepOptions().mode(gr::TrainMode::Full));
   const auto chunked =
-      f.gradients(gr::StepOptions().mode("cache").chunk_size(3).passage_chunk_size(5).split_input_fn(gr::split_and_trim));
+      f.gradients(gr::StepOptions().mode(gr::TrainMode::Cache).chunk_size(3).passage_chunk_size(5).split_input_fn(gr::split_and_trim));
   gctest::report_error("step layer: cache (chunks of 3 and 5) vs full", gctest::max_rel_error(chunked, full));
   EXPECT_LT(gctest::max_rel_error(chunked, full), gctest::kTol32);
 }
@@ -79,9 +79,9 @@ TEST(TrainingStep, CacheInChunksEqualsFullWithoutDropout) {
 TEST(TrainingStep, AccumulateEqualsFullWhenOneSubBatchHoldsTheBatch) {
   Fixture f;
   double full_loss = 0, accumulate_loss = 0;
-  const auto full = f.gradients(gr::StepOptions().mode("full"), 5, &full_loss);
+  const auto full = f.gradients(gr::StepOptions().mode(gr::TrainMode::Full), 5, &full_loss);
   // Same passes in the same order (dropout included); the loss is scaled by 8 / 8.
-  const auto accumulated = f.gradients(gr::StepOptions().mode("accumulate").sub_batch_size(8), 5, &accumulate_loss);
+  const auto accumulated = f.gradients(gr::StepOptions().mode(gr::TrainMode::Accumulate).sub_batch_size(8), 5, &accumulate_loss);
   EXPECT_LT(gctest::max_rel_error(accumulated, full), gctest::kTol32);
   EXPECT_NEAR(accumulate_loss, full_loss, 1e-6 * std::abs(full_loss));
 }
@@ -93,7 +93,7 @@ TEST(TrainingStep, AccumulateSumsSubBatchLossesScaledByTheirShare) {
   f.encoder->eval();
   double accumulate_loss = 0;
   const auto accumulated =
-      f.gradients(gr::StepOptions().mode("accumulate").sub_batch_size(3).split_input_fn(gr::split_and_trim), 5,
+      f.gradients(gr::StepOptions().mode(gr::TrainMode::Accumulate).sub_batch_size(3).split_input_fn(gr::split_and_trim), 5,
                   &accumulate_loss);
   const auto params = f.encoder->parameters();
   gctest::zero_grads(params);
@@ -118,7 +118,7 @@ TEST(TrainingStep, NonFiniteLossLeavesGradientsAsTheyWere) {
   for (const char* mode : {"cache", "full", "accumulate"}) {
     Fixture f;
     const auto params = f.encoder->parameters();
-    auto good = gr::make_training_step(f.encoder, f.encoder, f.loss, gr::StepOptions().mode(mode).chunk_size(4));
+    auto good = gr::make_training_step(f.encoder, f.encoder, f.loss, gr::StepOptions().mode(gr::parse_choice(gr::train_mode_names(), mode, "mode")).chunk_size(4));
     gctest::zero_grads(params);
     good->run(f.queries, f.passages);  // gradients that are not zero
     const auto before = gctest::grads_of(params);
@@ -133,7 +133,7 @@ TEST(TrainingStep, NonFiniteLossLeavesGradientsAsTheyWere) {
     };
     const bool accumulate = std::string(mode) == "accumulate";
     auto bad = gr::make_training_step(f.encoder, f.encoder, accumulate ? fails_second : fails_first,
-                                      gr::StepOptions().mode(mode).chunk_size(4).sub_batch_size(4));
+                                      gr::StepOptions().mode(gr::parse_choice(gr::train_mode_names(), mode, "mode")).chunk_size(4).sub_batch_size(4));
     EXPECT_FALSE(std::isfinite(bad->run(f.queries, f.passages))) << mode;
     const auto after = gctest::grads_of(params);
     for (size_t i = 0; i < before.size(); ++i) EXPECT_TRUE(torch::equal(after[i], before[i])) << mode << " " << i;
@@ -150,7 +150,8 @@ TEST(TrainingStep, BadOptionsAreRefused) {
     }
     return std::string();
   };
-  EXPECT_NE(error_of(gr::StepOptions().mode("sgd")).find("mode must be cache, full or accumulate"), std::string::npos);
+  // (A mode other than cache, full and accumulate cannot be named: StepOptions takes a TrainMode,
+  // and the settings table refuses any other --mode: Settings.ChoicesAreParsedOnce.)
   EXPECT_NE(error_of(gr::StepOptions().chunk_size(0)).find("chunk_size must be positive"), std::string::npos);
-  EXPECT_NE(error_of(gr::StepOptions().mode("accumulate").sub_batch_size(0)).find("sub_batch_size"), std::string::npos);
+  EXPECT_NE(error_of(gr::StepOptions().mode(gr::TrainMode::Accumulate).sub_batch_size(0)).find("sub_batch_size"), std::string::npos);
 }

@@ -1,6 +1,6 @@
 // The WordNet reverse dictionary task: a tiny synthetic database, its errors, and the real
 // WordNet 3.0 when installed.
-#include "retriever/wordnet.h"
+#include "retriever/data/wordnet.h"
 #include "tests/retriever/text_test_util.h"
 
 #include <gtest/gtest.h>

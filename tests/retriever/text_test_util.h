@@ -2,7 +2,7 @@
 // check of a DataError's PATH:LINE message.
 #pragma once
 
-#include "retriever/text_data.h"
+#include "retriever/data/text_data.h"
 
 #include <gtest/gtest.h>
 

@@ -2,8 +2,8 @@
 // the settings of a run on it that takes a second.
 #pragma once
 
-#include "retriever/checkpoint.h"
-#include "retriever/trainer.h"
+#include "retriever/run/checkpoint.h"
+#include "retriever/train/trainer.h"
 
 #include <gtest/gtest.h>
 #include <torch/torch.h>

@@ -1,11 +1,11 @@
 // `gradcache encode`: a run (or an export) and a corpus -> an embeddings directory of .npy
-// shards (retriever/embeddings.h). The flags come from the settings table
-// (retriever/encode_corpus.cpp); the progress bar on stderr is the command's own.
+// shards (retriever/run/embeddings.h). The flags come from the settings table
+// (retriever/search/encode_corpus.cpp); the progress bar on stderr is the command's own.
 #include "commands.h"
 #include "setting_flags.h"
 
-#include "retriever/encode_corpus.h"
-#include "retriever/evaluate.h"
+#include "retriever/search/encode_corpus.h"
+#include "retriever/search/evaluate.h"
 
 #include <unistd.h>
 
@@ -74,7 +74,7 @@ std::function<int()> add_encode_command(CLI::App& app) {
       bar.finish();
       std::cerr << "gradcache encode: wrote " << report.rows << " vectors of dimension " << report.dim << " in "
                 << report.shards << " shard(s) to " << report.output << " (" << report.seconds << " s)" << std::endl;
-    } catch (const retriever::EvalStopped& stopped) {
+    } catch (const retriever::StoppedBySignal& stopped) {
       bar.finish();
       std::cerr << "gradcache encode: stopped by " << (stopped.signal() == SIGINT ? "SIGINT" : "SIGTERM")
                 << "; nothing was written to " << settings.output << std::endl;

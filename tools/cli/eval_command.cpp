@@ -1,11 +1,11 @@
 // `gradcache eval`: a checkpoint, a corpus, queries and judgements -> retrieval metrics. The
-// flags come from the settings table (retriever/evaluate_checkpoint.cpp); --json, how to
+// flags come from the settings table (retriever/search/evaluate_run.cpp); --json, how to
 // print, is the command's own.
 #include "commands.h"
 #include "setting_flags.h"
 
-#include "retriever/evaluate.h"
-#include "retriever/evaluate_checkpoint.h"
+#include "retriever/search/evaluate.h"
+#include "retriever/search/evaluate_run.h"
 
 #include <csignal>
 #include <cstdio>
@@ -89,7 +89,7 @@ std::function<int()> add_eval_command(CLI::App& app) {
     control.stop = &stop_signal;
     try {
       print(retriever::evaluate_checkpoint(settings, control), *json);
-    } catch (const retriever::EvalStopped& stopped) {
+    } catch (const retriever::StoppedBySignal& stopped) {
       // As train: 128 + the signal (130 for SIGINT, 143 for SIGTERM); nothing printed on stdout.
       std::cerr << "gradcache eval: stopped by " << signal_name(stopped.signal())
                 << " before the evaluation finished; no metrics were printed" << std::endl;

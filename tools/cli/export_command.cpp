@@ -1,9 +1,9 @@
 // `gradcache export`: a run -> TorchScript encoders, the tokenizer and export.json
-// (retriever/export_run.h), usable from Python with torch.jit.load.
+// (retriever/run/export_run.h), usable from Python with torch.jit.load.
 #include "commands.h"
 #include "setting_flags.h"
 
-#include "retriever/export_run.h"
+#include "retriever/run/export_run.h"
 
 #include <iostream>
 

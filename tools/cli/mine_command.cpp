@@ -3,8 +3,8 @@
 #include "commands.h"
 #include "setting_flags.h"
 
-#include "retriever/evaluate.h"
-#include "retriever/mine.h"
+#include "retriever/search/evaluate.h"
+#include "retriever/search/mine.h"
 
 #include <csignal>
 #include <iostream>
@@ -36,7 +36,7 @@ std::function<int()> add_mine_command(CLI::App& app) {
         std::cerr << "gradcache mine: --on-short " << settings.on_short << ": " << stats.random_filled
                   << " negatives drawn at random, " << stats.queries - report.written
                   << " queries left out (too few candidates)" << std::endl;
-    } catch (const retriever::EvalStopped& stopped) {
+    } catch (const retriever::StoppedBySignal& stopped) {
       std::cerr << "gradcache mine: stopped by signal " << stopped.signal() << "; nothing was written" << std::endl;
       return 128 + stopped.signal();
     }

@@ -2,7 +2,7 @@
 // over the steps) in one PNG, each run a line named after its directory.
 #include "commands.h"
 
-#include "retriever/curves.h"
+#include "retriever/train/curves.h"
 
 #include <filesystem>
 #include <iostream>

@@ -1,9 +1,9 @@
-// The command-line flags of a settings table (retriever/settings.h) on a CLI11 command. The
+// The command-line flags of a settings table (retriever/config/settings_table.h) on a CLI11 command. The
 // flags only collect text; the command's action builds the settings from it (defaults <
 // config file < flags given), so a bad value is reported there, naming its flag.
 #pragma once
 
-#include "retriever/settings.h"
+#include "retriever/config/settings_table.h"
 
 #include <CLI/CLI.hpp>
 

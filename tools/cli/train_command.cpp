@@ -1,13 +1,14 @@
 // `gradcache train`: flags -> TrainConfig -> retriever::train. The flags come from the
-// settings table (retriever/train_config.cpp); only the flags that are not settings of the
+// settings table (retriever/config/train_config.cpp); only the flags that are not settings of the
 // run (--config, --resume, ...) are declared here.
 #include "commands.h"
 #include "setting_flags.h"
 
-#include "retriever/files.h"
-#include "retriever/local_launcher.h"
-#include "retriever/torchrun.h"
-#include "retriever/trainer.h"
+#include "retriever/config/similarity_settings.h"
+#include "retriever/launch/local_launcher.h"
+#include "retriever/launch/torchrun.h"
+#include "retriever/run/atomic_file.h"
+#include "retriever/train/trainer.h"
 
 #include <unistd.h>
 
@@ -112,11 +113,11 @@ int report(const retriever::TrainResult& result) {
                 result.best["checkpoint"].get<std::string>().c_str());
   }
   const auto& used = result.config;
-  const bool accumulate = used.mode == "accumulate";
+  const bool accumulate = used.mode == retriever::TrainMode::Accumulate;
   std::printf("\n%lld steps of %lld pairs (mode %s, %s of %lld) in %.0f s; peak memory %.0f MiB\n"
               "checkpoint: %s\n",
               static_cast<long long>(result.progress.step), static_cast<long long>(used.batch_size),
-              used.mode.c_str(), accumulate ? "sub-batches" : "chunks",
+              retriever::to_string(used.mode).c_str(), accumulate ? "sub-batches" : "chunks",
               static_cast<long long>(accumulate ? used.sub_batch_size : used.chunk_size), result.wall_seconds,
               result.peak_rss_mb, result.checkpoint.c_str());
   return 0;
@@ -149,10 +150,9 @@ std::function<int()> add_train_command(CLI::App& app) {
     }
     const std::string nproc = flags->nproc.empty() ? "1" : flags->nproc;
     const int processes = retriever::resolve_process_count(nproc, threads_per_process(c));
-    if (c.similarity == "mlp" && (processes > 1 || retriever::started_by_torchrun())) {
-      std::cerr << "gradcache train: error: --similarity mlp trains in one process (the dual gradient cache does "
-                   "not gather Phi's scores across processes): drop --nproc "
-                << nproc << " or launch without torchrun" << std::endl;
+    const int world = retriever::started_by_torchrun() ? retriever::torchrun_rendezvous().world_size : processes;
+    if (auto conflict = retriever::similarity_process_conflict(c, world)) {
+      std::cerr << "gradcache train: error: " << *conflict << std::endl;
       return 2;
     }
     if (processes > 1) return launch_local_ranks(*flags, c, processes);

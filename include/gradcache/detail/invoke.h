@@ -4,11 +4,12 @@
 
 #include <gradcache/model_input.h>
 
+#include <c10/util/Exception.h>
+
 #include <cstddef>
 #include <functional>
 #include <map>
 #include <memory>
-#include <stdexcept>
 #include <string>
 #include <tuple>
 #include <type_traits>
@@ -81,6 +82,7 @@ template <class F>
 struct IsCallableModel
     : std::disjunction<std::is_invocable<F&, const ModelInput&>, std::bool_constant<Signature<F>::known>> {};
 
+/// Throws c10::Error (TORCH_CHECK, as the rest of the library): "WHO: WHAT".
 [[noreturn]] void throw_call_error(const std::string& who, const std::string& what);
 
 /// The values a ModelInput passes to a C++ function: the positional arguments, then, if
@@ -93,20 +95,18 @@ P from_ivalue(const c10::IValue& v, const std::string& who, size_t index) {
     if constexpr (std::is_same_v<P, c10::IValue>) {
       return v;
     } else if constexpr (std::is_same_v<P, at::Tensor>) {
-      if (!v.isTensor()) {
-        throw std::invalid_argument("expected a tensor, got a value of type " + v.tagKind());
-      }
+      TORCH_CHECK(v.isTensor(), "expected a tensor, got a value of type ", v.tagKind());
       return v.toTensor();
     } else if constexpr (std::is_same_v<P, std::map<std::string, at::Tensor>>) {
-      if (!v.isGenericDict()) {
-        throw std::invalid_argument("expected a dict of tensors, got " + v.tagKind());
-      }
+      TORCH_CHECK(v.isGenericDict(), "expected a dict of tensors, got ", v.tagKind());
       P out;
       for (const auto& kv : v.toGenericDict()) out.emplace(kv.key().toStringRef(), kv.value().toTensor());
       return out;
     } else {
       return v.to<P>();
     }
+  } catch (const c10::Error& e) {
+    throw_call_error(who, "argument " + std::to_string(index) + ": " + e.what_without_backtrace());
   } catch (const std::exception& e) {
     throw_call_error(who, "argument " + std::to_string(index) + ": " + e.what());
   }

@@ -1,0 +1,46 @@
+// Matryoshka training in the retriever (--matryoshka, --matryoshka-weights): one encoder whose
+// leading dimensions each work as an embedding. Declared here, apart from the other settings
+// of a run, as one concept: the flags and their checks (the loss they wrap is built in
+// train/training_loss.h).
+#pragma once
+
+#include "retriever/config/settings_table.h"
+#include "retriever/config/train_config.h"
+
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace gradcache {
+namespace retriever {
+
+/// Prefix widths from a comma list ("64,32,16"; "" = none). Throws SettingsError naming
+/// `flag` unless each item is a positive integer and none repeats.
+std::vector<int64_t> parse_dim_list(const std::string& text, const std::string& flag);
+
+/// Weights from a comma list ("1,0.5,0.25"; "" = none). Throws SettingsError naming `flag`
+/// unless each item is a finite number >= 0.
+std::vector<double> parse_weight_list(const std::string& text, const std::string& flag);
+
+/// The width of the built-in encoder's output (--projection, else --dim); 0 for a TorchScript
+/// --model, whose width is known only once it runs.
+int64_t output_width(const TrainConfig& c);
+
+/// "" when every --matryoshka dimension fits embeddings `width` wide (0: unknown, all fit); else
+/// the refusal naming the flag, ending "is larger than " + `whose_width` (where the width comes
+/// from, e.g. "the model's output width 16 (--dim)").
+std::string matryoshka_too_wide(const TrainConfig& c, int64_t width, const std::string& whose_width);
+
+/// Whether the vectors the run's encoder makes are L2-normalised (the built-in one with
+/// --normalize), so that prefixes must be re-normalised to be used as embeddings.
+bool encoder_normalizes(const TrainConfig& c);
+
+/// Adds --matryoshka and --matryoshka-weights and their checks to a run's table.
+void add_matryoshka_settings(SettingsTable<TrainConfig>& table);
+
+/// Throws SettingsError naming `flag` unless 0 < dim <= width (the embeddings' width).
+void check_prefix_dim(int64_t dim, int64_t width, const std::string& flag);
+
+}  // namespace retriever
+}  // namespace gradcache

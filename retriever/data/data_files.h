@@ -1,0 +1,37 @@
+// Reading the user's data files under one --on-bad-line choice, with one report of what each
+// file lost to it: every command that reads training pairs, corpora, queries or judgements
+// (train, eval, mine, encode) says the same thing in the same words.
+#pragma once
+
+#include "retriever/data/text_data.h"
+
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace gradcache {
+namespace retriever {
+
+/// "PATH: skipped N of M lines (--on-bad-line skip); first: PATH:LINE: reason", or nothing when
+/// the file lost no line.
+std::optional<std::string> skipped_lines_notice(const std::string& path, const ReadStats& stats);
+
+/// Reads files with one OnBadLine, adding skipped_lines_notice() of each file to `notices`.
+class DataFiles {
+ public:
+  DataFiles(OnBadLine on_bad, std::vector<std::string>& notices) : on_bad_(on_bad), notices_(&notices) {}
+
+  std::vector<TrainExample> train_examples(const std::string& path) const;
+  TextCollection collection(const std::string& path) const;
+  Qrels qrels(const std::string& path) const;
+  OnBadLine on_bad_line() const { return on_bad_; }
+
+ private:
+  void note(const std::string& path, const ReadStats& stats) const;
+
+  OnBadLine on_bad_;
+  std::vector<std::string>* notices_;
+};
+
+}  // namespace retriever
+}  // namespace gradcache

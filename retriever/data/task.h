@@ -1,0 +1,60 @@
+// The data a training run uses: the built-in WordNet task or the user's files.
+#pragma once
+
+#include "retriever/config/train_config.h"
+#include "retriever/data/data_files.h"
+#include "retriever/data/judgements.h"
+#include "retriever/data/text_data.h"
+#include "retriever/data/wordnet.h"
+
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace gradcache {
+namespace retriever {
+
+struct EvalData {
+  std::string name;  ///< shown in tables, e.g. "wordnet test"
+  TextCollection corpus, queries;
+  Qrels qrels;
+};
+
+struct TaskData {
+  std::vector<TrainExample> train;
+  std::optional<EvalData> eval;
+  /// Dev data for model selection (only with --eval-every): WordNet's dev split, the --dev-*
+  /// files, or the training pairs held out by --dev-fraction (no longer in `train`).
+  std::optional<EvalData> dev;
+  /// What reading the files skipped (--on-bad-line skip), one line per file that lost lines,
+  /// for the program to show: "PATH: skipped N of M lines ...; first: PATH:LINE: reason".
+  std::vector<std::string> notices;
+};
+
+/// Training examples and evaluation data a config names: WordNet (its train split, and its
+/// test split ranked against the whole corpus) unless --train-file is given; then the
+/// evaluation files if given. With --quick, a small deterministic subset.
+/// `split` picks WordNet's evaluation split: "test" or "dev". With --eval-every, also the
+/// dev data (TaskData::dev).
+TaskData load_task(const TrainConfig& config, const std::string& split = "test");
+
+/// An evaluation set from its files (the corpus, the queries and their judgements), named after
+/// the queries file. Adds to `notices` what reading skipped (--on-bad-line skip) and the
+/// judgements that name ids not in the other files; throws DataError when no query is left to
+/// evaluate (check_judgements), before anything is encoded.
+EvalData read_eval_files(const JudgementFiles& files, OnBadLine on_bad, std::vector<std::string>& notices);
+
+/// Training pairs: those of `train_file`, read with `read`, or WordNet's train split (then
+/// `wordnet` holds the rest of WordNet's data: its corpus and its dev and test splits).
+struct TrainingPairs {
+  std::vector<TrainExample> examples;
+  std::optional<RetrievalData> wordnet;
+};
+TrainingPairs load_training_pairs(const std::string& train_file, const std::string& wordnet_dir,
+                                  const DataFiles& read);
+
+/// The WordNet evaluation split alone (for `gradcache eval` without files).
+EvalData load_wordnet_eval(const std::string& wordnet_dir, const std::string& split, bool quick);
+
+}  // namespace retriever
+}  // namespace gradcache

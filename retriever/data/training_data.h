@@ -1,0 +1,82 @@
+// The data of a training run: the task, the tokenizer, every text's token ids, and the
+// batches of each step, drawn so that a resumed run (and each rank of a distributed one)
+// sees exactly the batches of the original.
+#pragma once
+
+#include "retriever/config/train_config.h"
+#include "retriever/data/task.h"
+#include "retriever/model/encoders.h"
+#include "retriever/model/tokenizer.h"
+#include "retriever/search/evaluate.h"
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace gradcache {
+namespace distributed {
+class ProcessGroup;
+}  // namespace distributed
+
+namespace retriever {
+
+/// splitmix64: decorrelates the seeds of per-epoch, per-example and per-rank generators.
+uint64_t mix_seed(uint64_t x);
+
+/// A permutation of n examples that depends only on (seed, epoch).
+std::vector<int64_t> epoch_order(size_t n, uint64_t seed, int64_t epoch);
+
+/// Which share of each batch this process takes (rank r of W: rows [n r / W, n (r+1) / W)).
+struct BatchShare {
+  int rank = 0, world = 1;
+};
+
+class TrainingData {
+ public:
+  /// Where the tokenizer comes from: `saved` (a resumed run's), config.tokenizer, or trained
+  /// on the training texts and written to `trained_path`. In a group, rank 0 trains it and
+  /// the others load it after `group`'s barrier.
+  struct TokenizerSource {
+    const std::string* saved = nullptr;
+    std::string trained_path;
+    const distributed::ProcessGroup* group = nullptr;
+  };
+  /// Loads the task and tokenizes it; throws std::invalid_argument naming the flag or file.
+  TrainingData(const TrainConfig& config, const TokenizerSource& tokenizer, BatchShare share,
+               const std::function<void(const std::string&)>& log);
+
+  size_t size() const { return query_tokens_.size(); }
+  const Tokenizer& tokenizer() const { return *tokenizer_; }
+  const std::optional<TokenizedEvalSet>& eval_set() const { return eval_set_; }
+  /// The dev data of model selection (--eval-every), tokenized on rank 0 only (it evaluates).
+  const std::optional<TokenizedEvalSet>& dev_set() const { return dev_set_; }
+  /// The evaluation set's texts (for the BM25 baseline), when there is one.
+  const std::optional<EvalData>& eval_texts() const { return eval_texts_; }
+
+  /// This process's examples of batch `batch_in_epoch` of an epoch in `order`: ordered by
+  /// query length (less padding per chunk) unless in accumulate mode, where the order
+  /// decides which examples share a sub-batch.
+  std::vector<int64_t> batch_examples(const std::vector<int64_t>& order, int64_t batch_in_epoch) const;
+  /// The queries of `examples`, padded, on `device`.
+  TokenBatch queries_of(const std::vector<int64_t>& examples, const c10::Device& device) const;
+  /// Each example's positive then its hard negatives (1 + k rows each), on `device`.
+  TokenBatch passages_of(const std::vector<int64_t>& examples, int64_t epoch, const c10::Device& device) const;
+
+ private:
+  void load_tokenizer(const TaskData& task, const TokenizerSource& source,
+                      const std::function<void(const std::string&)>& log);
+  void tokenize_training(const TaskData& task);
+
+  const TrainConfig& config_;
+  BatchShare share_;
+  std::optional<Tokenizer> tokenizer_;
+  std::optional<TokenizedEvalSet> eval_set_, dev_set_;
+  std::optional<EvalData> eval_texts_;
+  std::vector<std::vector<int64_t>> query_tokens_, passage_tokens_;
+  std::vector<std::vector<int64_t>> positives_, negatives_;  // per example: passage rows
+};
+
+}  // namespace retriever
+}  // namespace gradcache

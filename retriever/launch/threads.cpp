@@ -1,0 +1,47 @@
+#include "retriever/launch/threads.h"
+
+#include <ATen/Context.h>
+#include <ATen/Parallel.h>
+
+#include <dlfcn.h>
+
+namespace gradcache {
+namespace retriever {
+namespace {
+
+template <class Fn>
+Fn blas_symbol(const char* name) {
+  return reinterpret_cast<Fn>(dlsym(RTLD_DEFAULT, name));
+}
+
+}  // namespace
+
+int blas_threads() {
+  auto get = blas_symbol<int (*)()>("openblas_get_num_threads");
+  return get ? get() : 0;
+}
+
+bool set_blas_threads(int threads) {
+  auto set = blas_symbol<void (*)(int)>("openblas_set_num_threads");
+  if (!set) return false;
+  set(threads);
+  return true;
+}
+
+void configure_threads(int intra_op, int blas) {
+  at::set_num_threads(intra_op > 0 ? intra_op : 1);
+  set_blas_threads(blas > 0 ? blas : 1);
+}
+
+std::string describe_threads() {
+  // The torch wheel's LibTorch has MKL inside (its threads follow the intra-op setting); an
+  // OpenBLAS found beside it is then the one FAISS uses. Debian's LibTorch uses OpenBLAS itself.
+  const int blas = blas_threads();
+  std::string out = "intra-op " + std::to_string(at::get_num_threads());
+  if (at::hasMKL()) out += ", MKL in LibTorch";
+  if (blas > 0) return out + ", OpenBLAS " + std::to_string(blas);
+  return at::hasMKL() ? out : out + ", BLAS not OpenBLAS";
+}
+
+}  // namespace retriever
+}  // namespace gradcache

@@ -1,0 +1,73 @@
+#include "retriever/run/atomic_file.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <stdexcept>
+
+namespace gradcache {
+namespace retriever {
+namespace {
+
+std::runtime_error io_error(const std::string& what, const std::string& path) {
+  return std::runtime_error(what + " " + path + ": " + std::strerror(errno));
+}
+
+void fsync_path(const std::string& path, bool directory) {
+  const int fd = ::open(path.c_str(), directory ? O_RDONLY | O_DIRECTORY : O_RDONLY);
+  if (fd < 0) throw io_error("cannot open", path);
+  const int rc = ::fsync(fd);
+  ::close(fd);
+  if (rc != 0 && !directory) throw io_error("cannot flush", path);
+}
+
+}  // namespace
+
+void commit_file(const std::string& tmp_path, const std::string& path) {
+  try {
+    fsync_path(tmp_path, false);
+  } catch (...) {  // e.g. the disk filled up: the earlier file stays, the temporary one goes
+    std::remove(tmp_path.c_str());
+    throw;
+  }
+  if (std::rename(tmp_path.c_str(), path.c_str()) != 0) {
+    const auto error = io_error("cannot rename " + tmp_path + " to", path);
+    std::remove(tmp_path.c_str());
+    throw error;
+  }
+  auto dir = std::filesystem::path(path).parent_path();
+  fsync_path(dir.empty() ? "." : dir.string(), true);
+}
+
+void write_file_atomic(const std::string& path, const std::string& bytes) {
+  const std::string tmp = path + ".tmp";
+  {
+    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+    if (!out) throw io_error("cannot write", tmp);
+    out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+    out.close();
+    if (!out) {
+      const auto error = io_error("cannot write (is the disk full?)", tmp);
+      std::remove(tmp.c_str());
+      throw error;
+    }
+  }
+  commit_file(tmp, path);
+}
+
+std::string read_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw io_error("cannot read", path);
+  std::ostringstream bytes;
+  bytes << in.rdbuf();
+  return bytes.str();
+}
+
+}  // namespace retriever
+}  // namespace gradcache

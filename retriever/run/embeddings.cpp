@@ -1,0 +1,158 @@
+#include "retriever/run/embeddings.h"
+
+#include "retriever/run/atomic_file.h"
+#include "retriever/run/npy.h"
+
+#include <torch/torch.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <sstream>
+#include <utility>
+
+namespace gradcache {
+namespace retriever {
+namespace {
+namespace fs = std::filesystem;
+
+constexpr const char* kFormat = "gradcache-embeddings";
+constexpr int kVersion = 1;
+
+std::string shard_name(const char* stem, size_t index, const char* extension) {
+  char name[64];
+  std::snprintf(name, sizeof name, "%s_%05zu.%s", stem, index, extension);
+  return name;
+}
+
+[[noreturn]] void fail(const std::string& where, const std::string& what) {
+  throw EmbeddingsError(where + ": " + what);
+}
+
+nlohmann::json read_manifest(const std::string& dir) {
+  const std::string path = (fs::path(dir) / "manifest.json").string();
+  std::error_code error;
+  if (!fs::is_directory(dir, error)) fail(dir, "no such embeddings directory");
+  if (!fs::exists(path, error))
+    fail(dir, "no manifest.json: not an embeddings directory written by gradcache encode (or the encode did not "
+              "finish)");
+  nlohmann::json manifest;
+  try {
+    manifest = nlohmann::json::parse(read_file(path));
+  } catch (const nlohmann::json::exception& e) {
+    fail(path, std::string("malformed JSON: ") + e.what());
+  }
+  if (!manifest.is_object() || manifest.value("format", "") != kFormat)
+    fail(path, std::string("not a manifest of gradcache embeddings (\"format\" is not \"") + kFormat + "\")");
+  if (manifest.value("version", 0) != kVersion)
+    fail(path, "version " + manifest.value("version", nlohmann::json()).dump() + " is not supported (expected " +
+                   std::to_string(kVersion) + ")");
+  auto count = [&](const nlohmann::json& object, const char* key, const std::string& where) {
+    const auto it = object.find(key);
+    if (it == object.end() || !it->is_number_integer() || it->get<int64_t>() < 0)
+      fail(where, std::string("\"") + key + "\" must be a non-negative integer");
+    return it->get<int64_t>();
+  };
+  count(manifest, "rows", path);
+  count(manifest, "dim", path);
+  const auto dtype = manifest.value("dtype", "");
+  if (dtype != "float32" && dtype != "float16") fail(path, "\"dtype\" must be \"float32\" or \"float16\"");
+  if (!manifest.contains("shards") || !manifest["shards"].is_array()) fail(path, "\"shards\" must be a list");
+  int64_t rows = 0;
+  for (const auto& shard : manifest["shards"]) {
+    if (!shard.is_object() || !shard.value("embeddings", nlohmann::json()).is_string() ||
+        !shard.value("ids", nlohmann::json()).is_string())
+      fail(path, "each shard must be {\"embeddings\": file, \"ids\": file, \"rows\": n}");
+    rows += count(shard, "rows", path);
+  }
+  if (rows != manifest["rows"].get<int64_t>())
+    fail(path, "the shards hold " + std::to_string(rows) + " rows, but \"rows\" says " + manifest["rows"].dump());
+  return manifest;
+}
+
+std::vector<std::string> read_ids(const std::string& path) {
+  std::vector<std::string> ids;
+  std::istringstream lines(read_file(path));
+  for (std::string line; std::getline(lines, line);) ids.push_back(std::move(line));
+  return ids;
+}
+
+}  // namespace
+
+std::string dtype_name(c10::ScalarType dtype) {
+  if (dtype == torch::kFloat32) return "float32";
+  if (dtype == torch::kFloat16) return "float16";
+  throw std::invalid_argument("embeddings are stored as float32 or float16");
+}
+
+EmbeddingsWriter::EmbeddingsWriter(std::string dir, c10::ScalarType dtype) : dir_(std::move(dir)), dtype_(dtype) {
+  dtype_name(dtype);  // checks it
+}
+
+void EmbeddingsWriter::add_shard(const std::vector<std::string>& ids, const at::Tensor& vectors) {
+  if (vectors.dim() != 2 || vectors.size(0) != static_cast<int64_t>(ids.size()))
+    throw std::invalid_argument("embeddings shard: expected one id per row of a [n, d] matrix");
+  if (dim_ >= 0 && vectors.size(1) != dim_)
+    throw std::invalid_argument("embeddings shard: dimension " + std::to_string(vectors.size(1)) +
+                                " differs from the first shard's " + std::to_string(dim_));
+  std::string id_lines;
+  for (const auto& id : ids) {
+    if (id.find_first_of("\r\n") != std::string::npos)
+      throw std::invalid_argument("id '" + id + "' holds a line break; ids files hold one id per line");
+    id_lines += id + "\n";
+  }
+  const size_t index = shards_.size();
+  const auto npy = shard_name("embeddings", index, "npy"), id_file = shard_name("ids", index, "txt");
+  write_npy((fs::path(dir_) / npy).string(), vectors.detach().to(torch::kCPU, dtype_));
+  write_file_atomic((fs::path(dir_) / id_file).string(), id_lines);
+  shards_.push_back({{"embeddings", npy}, {"ids", id_file}, {"rows", vectors.size(0)}});
+  dim_ = vectors.size(1);
+  rows_ += vectors.size(0);
+}
+
+nlohmann::json EmbeddingsWriter::finish(const nlohmann::json& about) {
+  nlohmann::json manifest = {{"format", kFormat}, {"version", kVersion},       {"rows", rows_},
+                             {"dim", std::max<int64_t>(dim_, 0)}, {"dtype", dtype_name(dtype_)}, {"shards", shards_}};
+  for (const auto& item : about.items()) manifest[item.key()] = item.value();
+  write_file_atomic((fs::path(dir_) / "manifest.json").string(), manifest.dump(2) + "\n");
+  return manifest;
+}
+
+Embeddings read_embeddings(const std::string& dir) {
+  Embeddings out;
+  out.manifest = read_manifest(dir);
+  const int64_t rows = out.manifest["rows"], dim = out.manifest["dim"];
+  const auto dtype = out.manifest["dtype"] == "float16" ? torch::kFloat16 : torch::kFloat32;
+  out.vectors = torch::empty({rows, dim}, torch::kFloat32);
+  out.ids.reserve(static_cast<size_t>(rows));
+  int64_t row = 0;
+  for (const auto& shard : out.manifest["shards"]) {
+    const std::string npy = (fs::path(dir) / shard["embeddings"].get<std::string>()).string();
+    const std::string id_file = (fs::path(dir) / shard["ids"].get<std::string>()).string();
+    const int64_t n = shard["rows"];
+    at::Tensor vectors;
+    try {
+      vectors = read_npy(npy);
+    } catch (const NpyError& e) {
+      throw EmbeddingsError(e.what());
+    }
+    if (vectors.size(0) != n || vectors.size(1) != dim || vectors.scalar_type() != dtype)
+      fail(npy, "holds " + std::to_string(vectors.size(0)) + " x " + std::to_string(vectors.size(1)) + " " +
+                    dtype_name(vectors.scalar_type()) + " values, but manifest.json says " + std::to_string(n) +
+                    " x " + std::to_string(dim) + " " + dtype_name(dtype));
+    std::vector<std::string> ids;
+    try {
+      ids = read_ids(id_file);
+    } catch (const std::runtime_error& e) {
+      throw EmbeddingsError(e.what());
+    }
+    if (static_cast<int64_t>(ids.size()) != n)
+      fail(id_file, "holds " + std::to_string(ids.size()) + " ids for " + std::to_string(n) + " rows");
+    out.vectors.narrow(0, row, n).copy_(vectors);
+    for (auto& id : ids) out.ids.push_back(std::move(id));
+    row += n;
+  }
+  return out;
+}
+
+}  // namespace retriever
+}  // namespace gradcache

@@ -1,0 +1,171 @@
+#include "retriever/run/export_run.h"
+
+#include "retriever/config/matryoshka_settings.h"
+#include "retriever/model/batching.h"
+#include "retriever/model/saved_encoder.h"
+#include "retriever/model/tokenizer.h"
+#include "retriever/model/torchscript_export.h"
+#include "retriever/run/atomic_file.h"
+#include "retriever/run/checkpoint.h"
+#include "retriever/run/staged_directory.h"
+
+#include <gradcache/matryoshka_loss.h>
+
+#include <torch/torch.h>
+
+#include <filesystem>
+#include <sstream>
+
+namespace gradcache {
+namespace retriever {
+namespace {
+
+SettingsTable<ExportSettings> make_export_settings() {
+  using S = ExportSettings;
+  SettingsTable<S> t;
+  t.add(field("run", &S::run, "--run", "checkpoint.pt, or the --output directory of a run").required());
+  t.add(field("output", &S::output, "--output", "Export directory (model.pt or query.pt/passage.pt, "
+                                               "tokenizer.model, export.json)")
+            .required()
+            .checked(not_empty()));
+  t.add(field("side", &S::side, "--side", "Encoders to export from an untied run: both, query or passage")
+            .checked(one_of({"both", "query", "passage"})));
+  t.add(field("overwrite", &S::overwrite, "--overwrite", "Replace an existing export directory").as_switch());
+  t.add(field("dim", &S::dim, "--dim",
+              "The exported models return the first M dimensions of the embeddings (re-normalised when the model "
+              "normalises), e.g. a prefix of a --matryoshka run (0: all)")
+            .hint("M")
+            .checked(at_least(0)));
+  return t;
+}
+
+// A fixed batch of in-vocabulary ids with padding in all rows but the first.
+TokenBatch probe_batch(int64_t vocab_size, int64_t max_len) {
+  const int64_t length = std::min<int64_t>(max_len, 9);
+  std::vector<std::vector<int64_t>> tokens;
+  for (int64_t row = 0; row < 3; ++row) {
+    std::vector<int64_t> ids;
+    for (int64_t j = 0; j < std::max<int64_t>(1, length - 3 * row); ++j) ids.push_back(2 + (7 * row + 3 * j) % (vocab_size - 2));
+    tokens.push_back(ids);
+  }
+  return pad_batch(tokens, {0, 1, 2});
+}
+
+// `encoder` (TorchScript, returning [B, d] or [B, T, d]) followed by the first `dim` columns of
+// its embeddings, re-normalised when `normalize`: what matryoshka_prefix computes, op for op.
+torch::jit::Module prefix_encoder(const torch::jit::Module& encoder, int64_t dim, bool normalize) {
+  auto unit = std::make_shared<torch::jit::CompilationUnit>();
+  torch::jit::Module m(c10::QualifiedName("__torch__.gradcache.PrefixEncoder"), unit, /*shouldMangle=*/true);
+  m.register_attribute("training", c10::BoolType::get(), false);
+  m.register_module("encoder", encoder);
+  m.register_attribute("dim", c10::IntType::get(), dim);
+  std::string source =
+      "def forward(self, input_ids, attention_mask):\n"
+      "    out = self.encoder.forward(input_ids, attention_mask)\n"
+      "    if out.dim() == 3:\n"
+      "        m = (attention_mask != 0).unsqueeze(-1).to(out.dtype)\n"
+      "        out = (out * m).sum(1) / m.sum(1).clamp_min(1.0)\n"
+      "    if out.size(1) == self.dim:\n"
+      "        return out\n"
+      "    out = out[:, :self.dim]\n";
+  if (normalize) source += "    out = out / out.norm(2, [1], True).clamp_min(1e-12)\n";
+  source += "    return out\n";
+  m.define(source);
+  m.eval();
+  return m;
+}
+
+// The module in `bytes`, loaded back, must give what `model` gives on `probe` (its first
+// `dim` dimensions when dim > 0); returns its dimension.
+int64_t check_exported(const std::string& bytes, const gradcache::Model& model, const TokenBatch& probe,
+                       const std::string& name, int64_t dim, bool normalize) {
+  std::istringstream in(bytes);
+  auto module = torch::jit::load(in);
+  module.eval();
+  torch::NoGradGuard no_grad;
+  const auto exported = call_script_encoder(module, probe);
+  auto expected = model(gradcache::ModelInput(probe)).toTensor();
+  if (dim > 0) expected = gradcache::matryoshka_prefix(expected, dim, normalize);
+  const double error = (exported - expected).abs().max().item<double>();
+  TORCH_CHECK(exported.sizes() == expected.sizes() && error <= 1e-5, "export: ", name,
+              " does not reproduce the run's encoder (largest difference ", error,
+              "); this is a bug, please report it");
+  return exported.size(1);
+}
+
+std::string module_bytes(torch::jit::Module module) {
+  std::ostringstream out;
+  module.save(out);
+  return out.str();
+}
+
+// The module in `bytes`, loaded, after checking that --dim fits the width `model` gives.
+torch::jit::Module loaded_prefix_base(const std::string& bytes, const gradcache::Model& model, const TokenBatch& probe,
+                                      int64_t dim) {
+  torch::NoGradGuard no_grad;
+  check_prefix_dim(dim, model(gradcache::ModelInput(probe)).toTensor().size(1), "--dim");
+  std::istringstream in(bytes);
+  return torch::jit::load(in);
+}
+
+}  // namespace
+
+const SettingsTable<ExportSettings>& export_settings() {
+  static const SettingsTable<ExportSettings> table = make_export_settings();
+  return table;
+}
+
+nlohmann::json export_run(const ExportSettings& s) {
+  export_settings().validate(s);
+  const std::string checkpoint = checkpoint_of_run(s.run);
+  auto [info, model] = load_checkpoint(checkpoint);
+  StagedDirectory out(s.output, "export.json", s.overwrite);
+  model.to(torch::kCPU);
+  model.train(false);
+  const auto tokenizer = Tokenizer::from_serialized(info.tokenizer);
+  const auto& config = info.config;
+  const auto scripts = model.torchscript_bytes();  // a TorchScript run's modules, with the trained weights
+  const int64_t vocab = scripts.empty() ? model.builtin_encoders()[0]->options().vocab_size() : tokenizer.vocab_size();
+  const auto probe = probe_batch(vocab, std::min(config.query_max_len, config.passage_max_len));
+  const bool builtin = scripts.empty(), normalize = builtin && config.normalize;
+  nlohmann::json models = nlohmann::json::object();
+  int64_t dim = 0;
+  for (const std::string side : {"query", "passage"}) {
+    if (s.side != "both" && s.side != side) continue;
+    const size_t index = side == "query" || model.tied() ? 0 : 1;
+    const std::string file = model.tied() ? "model.pt" : side + ".pt";
+    models[side] = file;
+    if (model.tied() && side == "passage" && models.contains("query")) continue;  // written once
+    const auto& side_model = side == "query" ? model.query_model() : model.passage_model();
+    std::string bytes = scripts.empty() ? module_bytes(script_encoder(*model.builtin_encoders()[index].ptr()))
+                                        : scripts[index];
+    if (s.dim > 0) bytes = module_bytes(prefix_encoder(loaded_prefix_base(bytes, side_model, probe, s.dim), s.dim,
+                                                       normalize));
+    dim = check_exported(bytes, side_model, probe, file, s.dim, normalize);
+    write_file_atomic(out.path(file), bytes);
+  }
+  write_file_atomic(out.path("tokenizer.model"), info.tokenizer);
+  nlohmann::json description = {
+      {"format", "gradcache-export"},
+      {"version", 1},
+      {"models", models},
+      {"tokenizer", "tokenizer.model"},
+      {"query_max_len", config.query_max_len},
+      {"passage_max_len", config.passage_max_len},
+      {"dim", dim},
+      {"normalize", normalize},
+      {"prefix_dim", s.dim > 0 ? nlohmann::json(s.dim) : nlohmann::json(nullptr)},
+      {"encoder", builtin ? "builtin" : "torchscript"},
+      {"tied", model.tied()},
+      {"inputs", "forward(input_ids [B, T] int64, attention_mask [B, T] int64: 1 = token, 0 = padding (id 0))"},
+      {"tokenization", "sentencepiece tokenizer.model ids, no BOS/EOS, cut to the side's max_len; a non-empty "
+                       "text without pieces is [1]"},
+      {"source", {{"checkpoint", std::filesystem::absolute(checkpoint).lexically_normal().string()},
+                  {"step", info.progress.step}}}};
+  write_file_atomic(out.path("export.json"), description.dump(2) + "\n");
+  out.commit();
+  return description;
+}
+
+}  // namespace retriever
+}  // namespace gradcache

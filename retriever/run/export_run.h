@@ -1,0 +1,45 @@
+// `gradcache export`: a training run -> a directory another program can use without this
+// library: TorchScript encoders, the tokenizer, and export.json saying how to call them.
+//
+//   DIR/model.pt         a tied run's encoder (queries and passages), or for an untied run
+//   DIR/query.pt         its query encoder and
+//   DIR/passage.pt       its passage encoder (those of the sides asked with --side)
+//   DIR/tokenizer.model  the run's sentencepiece model
+//   DIR/export.json      {"format": "gradcache-export", "version": 1, "models": {"query": file,
+//                         "passage": file}, "tokenizer", "query_max_len", "passage_max_len",
+//                         "dim", "normalize", "encoder": "builtin" | "torchscript", "tied",
+//                         "prefix_dim" (--dim M, else null), "source": {"checkpoint", "step"}}
+//
+// Each .pt is a TorchScript module: forward(input_ids [B, T] int64, attention_mask [B, T]
+// int64 (1 = token, 0 = padding)) -> [B, dim] (the built-in encoder's is script_encoder();
+// a TorchScript run's model is saved as it is, with its trained weights).
+#pragma once
+
+#include "retriever/config/settings_table.h"
+
+#include <nlohmann/json.hpp>
+
+#include <string>
+
+namespace gradcache {
+namespace retriever {
+
+struct ExportSettings {
+  std::string run;            ///< checkpoint.pt, or a run's output directory
+  std::string output;         ///< the export directory
+  std::string side = "both";  ///< both | query | passage
+  bool overwrite = false;     ///< replace an existing export directory
+  int64_t dim = 0;            ///< > 0: the modules return the first dim dimensions (Matryoshka prefix)
+};
+
+/// The table every setting of ExportSettings is declared in (the CLI's flags).
+const SettingsTable<ExportSettings>& export_settings();
+
+/// Writes the export directory (staged: it appears whole, or not at all) and returns its
+/// export.json. Before writing, each exported module is run on a probe batch and compared with
+/// the run's encoder (it must agree within 1e-5). Throws std::exception subclasses naming the
+/// file or flag: a missing run, an existing --output without --overwrite, ...
+nlohmann::json export_run(const ExportSettings& settings);
+
+}  // namespace retriever
+}  // namespace gradcache

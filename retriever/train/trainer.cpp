@@ -1,0 +1,500 @@
+// The training loop. What it stands on lives in its own files: the run directory
+// (run/run_directory.h), the data and its batches (data/training_data.h), the model, optimizer and
+// loss (train/training_state.h), and the step of each mode (train/training_step.h).
+#include "retriever/train/trainer.h"
+
+#include "retriever/config/matryoshka_settings.h"
+#include "retriever/data/data_fingerprint.h"
+#include "retriever/data/training_data.h"
+#include "retriever/launch/threads.h"
+#include "retriever/model/batching.h"
+#include "retriever/run/run_directory.h"
+#include "retriever/search/evaluate.h"
+#include "retriever/train/curves.h"
+#include "retriever/train/model_selection.h"
+#include "retriever/train/progress.h"
+#include "retriever/train/training_state.h"
+#include "retriever/train/training_step.h"
+
+#include <gradcache/chunk_size.h>
+#include <gradcache/grad_cache.h>
+#include <gradcache/memory.h>
+
+#include <torch/torch.h>
+
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <sstream>
+
+namespace gradcache {
+namespace retriever {
+
+double lr_factor(int64_t step, int64_t total, int64_t warmup_steps) {
+  if (step < warmup_steps) return static_cast<double>(step + 1) / warmup_steps;
+  return static_cast<double>(total - step) / std::max<int64_t>(1, total - warmup_steps);
+}
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// How the batch goes through the encoders: "chunks of 64", "sub-batches of 64", ...
+std::string describe_passes(const TrainConfig& c) {
+  if (c.mode == TrainMode::Accumulate) return "sub-batches of " + std::to_string(c.sub_batch_size);
+  if (c.mode == TrainMode::Full) return "one pass";
+  return "chunks of " + std::to_string(c.chunk_size) +
+         (c.chunk_tokens > 0 ? " rows or " + std::to_string(c.chunk_tokens) + " tokens" : "");
+}
+
+double seconds_since(Clock::time_point start) {
+  return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+class Run {
+ public:
+  Run(TrainConfig config, const TrainOptions& options) : config_(std::move(config)), options_(options) {}
+  TrainResult execute();
+
+ private:
+  void set_up_machine();
+  void open_directory();
+  void load_data();
+  void fingerprint_data();
+  void check_resumed_position() const;
+  void choose_chunk_sizes();
+  void build_step();
+  int64_t count_steps() const;
+  void train_loop();
+  double train_step(const TokenBatch& queries, const TokenBatch& passages, int64_t step);
+  void record_step(double loss, size_t pairs, double step_seconds, int64_t first_step, Clock::time_point loop_start);
+  void save(const std::string& name = "checkpoint.pt");
+  void select_on_dev();
+  void write_curves();
+  bool stop_requested() const;
+  void log(const std::string& text) { progress_->message(text); }
+  std::optional<RetrievalMetrics> evaluate_now(const char* what, std::optional<RetrievalMetrics>* reranked = nullptr);
+  std::optional<RetrievalMetrics> evaluate_bm25_now();
+  std::optional<RetrievalMetrics> evaluate_trained();
+  void write_summary();
+  nlohmann::json selection_summary() const;
+  bool writer() const { return rank_ == 0; }  // the one process that writes, logs and evaluates
+
+  TrainConfig config_;
+  TrainOptions options_;
+  std::shared_ptr<distributed::ProcessGroup> group_;  // null: one process
+  int rank_ = 0, world_ = 1;
+  std::ostringstream silent_;  // where other ranks' progress goes
+  std::unique_ptr<ProgressReporter> progress_;
+  c10::Device device_{c10::kCPU};
+  std::unique_ptr<RunDirectory> directory_;
+  std::optional<CheckpointInfo> resumed_;
+  std::unique_ptr<TrainingData> data_;
+  DataFingerprint data_fingerprint_;  // recorded in every checkpoint
+  std::unique_ptr<TrainingModel> model_;
+  std::unique_ptr<TrainingStep> step_;
+  TrainProgress progress_state_;
+  int64_t steps_per_epoch_ = 0;
+  nlohmann::json baseline_ = nullptr;
+  SelectionState selection_;   // model selection on dev data (--eval-every); rank 0's is the one
+  bool stopped_early_ = false;  // --patience ran out
+  TrainResult result_;
+};
+
+void Run::set_up_machine() {
+  if (options_.group && options_.group->world_size() > 1) {
+    group_ = options_.group;
+    rank_ = group_->rank();
+    world_ = group_->world_size();
+  }
+  device_ = c10::Device(config_.device);
+  configure_threads(static_cast<int>(config_.threads), static_cast<int>(config_.blas_threads));
+  if ((config_.chunk_memory > 0 || config_.retain_memory > 0) && device_.is_cpu()) {
+    CpuMemoryTracker::install();  // the budgets are measured, not guessed
+  }
+  progress_ = std::make_unique<ProgressReporter>(writer() ? *options_.log : silent_, options_.terminal && writer(),
+                                                 config_.log_every);
+}
+
+void Run::open_directory() {
+  directory_ = std::make_unique<RunDirectory>(config_, writer());
+  if (!options_.resume) {
+    directory_->start(options_.overwrite);
+    return;
+  }
+  resumed_ = directory_->resume(config_, world_);
+  for (const auto& notice : resumed_->notices) log(directory_->checkpoint_path() + ": " + notice);
+  config_ = resumed_config(resumed_->config, config_);  // e.g. chunk sizes measured by the first run
+  progress_state_ = resumed_->progress;
+  baseline_ = resumed_->baseline;
+  if (!resumed_->selection.is_null()) selection_ = selection_from_json(resumed_->selection);
+  stopped_early_ = patience_exhausted(selection_, config_.patience);
+}
+
+void Run::load_data() {
+  TrainingData::TokenizerSource tokenizer;
+  tokenizer.saved = resumed_ ? &resumed_->tokenizer : nullptr;
+  tokenizer.trained_path = directory_->path("tokenizer.model");
+  tokenizer.group = group_.get();
+  data_ = std::make_unique<TrainingData>(config_, tokenizer, BatchShare{rank_, world_},
+                                         [this](const std::string& text) { log(text); });
+  if (config_.model.empty()) config_.vocab_size = data_->tokenizer().vocab_size();
+  if (!resumed_) directory_->write("tokenizer.model", data_->tokenizer().serialized());
+}
+
+// A resumed run must read the data the checkpoint was trained on: its position in them (epoch
+// order, batch) means nothing in other data.
+void Run::fingerprint_data() {
+  data_fingerprint_ = fingerprint_training_data(config_);
+  if (!resumed_) return;
+  if (resumed_->data) {
+    check_same_training_data(*resumed_->data, data_fingerprint_, directory_->checkpoint_path());
+  } else {
+    log(directory_->checkpoint_path() + " records no fingerprint of its training data (saved by an earlier "
+        "gradcache): changes to the data since then cannot be detected");
+  }
+}
+
+// Checked even where the fingerprint is missing (checkpoints of earlier versions): a position
+// past the end of the data's epoch would index past the data.
+void Run::check_resumed_position() const {
+  if (!resumed_ || progress_state_.batch_in_epoch < steps_per_epoch_) return;
+  throw std::invalid_argument(
+      "cannot resume " + directory_->checkpoint_path() + ": it stopped before batch " +
+      std::to_string(progress_state_.batch_in_epoch + 1) + " of epoch " + std::to_string(progress_state_.epoch + 1) +
+      ", but the " + std::to_string(data_->size()) + " training examples now make only " +
+      std::to_string(steps_per_epoch_) + " batches per epoch: the training data changed since it was saved. "
+      "Resume with the original data, or start a new run on these with --overwrite (or another --output).");
+}
+
+// --chunk-size auto: the largest chunks whose forward and backward fit --chunk-memory,
+// measured on the first batch, for each side. Chosen once: a resumed run keeps them.
+void Run::choose_chunk_sizes() {
+  if (!config_.chunk_size_auto || resumed_) return;
+  const auto examples = data_->batch_examples(epoch_order(data_->size(), config_.seed, 0), 0);
+  GradCacheOptions options;
+  options.split_input_fn(split_and_trim).precision(model_->precision());
+  // Probe with the longest texts first: chunks are the first rows, and the longest cost most.
+  auto longest_first = [](TokenBatch batch) {
+    const auto order = batch.at("attention_mask").sum(1).argsort(/*dim=*/0, /*descending=*/true);
+    for (auto& [name, t] : batch) t = t.index_select(0, order);
+    return batch;
+  };
+  auto& model = model_->model();
+  const auto q = find_chunk_size(model.query_model(), longest_first(data_->queries_of(examples, device_)),
+                                 config_.chunk_memory, options);
+  const auto p = find_chunk_size(model.passage_model(), longest_first(data_->passages_of(examples, 0, device_)),
+                                 config_.chunk_memory, options);
+  config_.chunk_size = q.chunk_size;
+  config_.passage_chunk_size = p.chunk_size;
+  log("chunk size auto (budget " + std::to_string(config_.chunk_memory >> 20) + " MiB): " +
+      std::to_string(q.chunk_size) + " queries (measured peak " + std::to_string(q.measured_peak >> 20) + " MiB), " +
+      std::to_string(p.chunk_size) + " passages (" + std::to_string(p.measured_peak >> 20) + " MiB)");
+}
+
+// The step layer does the work of each mode; the trainer only picks its options.
+void Run::build_step() {
+  const bool accumulate = config_.mode == TrainMode::Accumulate;
+  auto options = StepOptions()
+                     .mode(config_.mode)
+                     .chunk_size(config_.chunk_size)
+                     .passage_chunk_size(config_.passage_chunk_size)
+                     .sub_batch_size(config_.sub_batch_size)
+                     // sub-batches pair queries with their passages: cut by rows, never by tokens
+                     .split_input_fn(config_.chunk_tokens > 0 && !accumulate ? split_by_tokens(config_.chunk_tokens)
+                                                                             : split_and_trim)
+                     .retain_chunks(config_.retain_chunks)
+                     .retain_memory(config_.retain_memory)
+                     .precision(model_->precision())
+                     .scaler(model_->scaler())
+                     .group(group_)
+                     .sharded_loss(model_->sharded_loss())
+                     .similarity(model_->similarity())
+                     .similarity_options(model_->similarity_options());
+  auto& model = model_->model();
+  step_ = make_training_step(model.query_model(), model.passage_model(), model_->loss(), options);
+}
+
+int64_t Run::count_steps() const {
+  const auto n = static_cast<int64_t>(data_->size());
+  if (steps_per_epoch_ == 0) {
+    throw std::invalid_argument("--batch-size " + std::to_string(config_.batch_size) + " is larger than the " +
+                                std::to_string(n) + " training examples; lower it or pass --keep-last");
+  }
+  return config_.steps > 0 ? config_.steps : config_.epochs * steps_per_epoch_;
+}
+
+double Run::train_step(const TokenBatch& queries, const TokenBatch& passages, int64_t step) {
+  const int64_t total = result_.total_steps;
+  model_->prepare_step(config_.lr * lr_factor(step, total, static_cast<int64_t>(config_.warmup * total)));
+  const double loss = step_->run(queries, passages);
+  if (!std::isfinite(loss)) {
+    log("step " + std::to_string(step + 1) + ": the loss is " + std::to_string(loss) + "; the update is skipped");
+    model_->optimizer().zero_grad();
+    return loss;
+  }
+  if (model_->update(config_.max_grad_norm) == UpdateOutcome::skipped_overflow) {
+    log("step " + std::to_string(step + 1) + ": inf/NaN gradients (fp16 overflow); the update is skipped and "
+        "the loss scale lowered to " + std::to_string(model_->scaler()->get_scale()));
+  }
+  return loss;
+}
+
+void Run::record_step(double loss, size_t pairs, double step_seconds, int64_t first_step,
+                      Clock::time_point loop_start) {
+  result_.final_loss = loss;
+  StepRecord record;
+  record.step = progress_state_.step;
+  record.total_steps = result_.total_steps;
+  record.epoch = progress_state_.epoch;
+  record.loss = loss;
+  record.lr = model_->lr();
+  record.pairs_per_s = pairs / std::max(1e-9, step_seconds);
+  record.peak_rss_mb = peak_rss_mb();
+  record.elapsed_s = seconds_since(loop_start);
+  record.first_step = first_step;
+  progress_->update(record);
+  if (progress_state_.step % config_.log_every == 0 || progress_state_.step == result_.total_steps) {
+    directory_->append_metrics(record);
+  }
+}
+
+void Run::train_loop() {
+  std::vector<int64_t> order;
+  int64_t order_epoch = -1;
+  const int64_t first_step = progress_state_.step;
+  const auto loop_start = Clock::now();
+  while (progress_state_.step < result_.total_steps && !stopped_early_) {
+    if (stop_requested()) {
+      result_.interrupted = true;
+      result_.stop_signal = options_.stop ? options_.stop->load() : 0;
+      break;
+    }
+    if (order_epoch != progress_state_.epoch) {  // a permutation per epoch, the same on resume
+      order = epoch_order(data_->size(), config_.seed, progress_state_.epoch);
+      order_epoch = progress_state_.epoch;
+    }
+    const auto examples = data_->batch_examples(order, progress_state_.batch_in_epoch);
+    const auto step_start = Clock::now();
+    const double loss = train_step(data_->queries_of(examples, device_),
+                                   data_->passages_of(examples, progress_state_.epoch, device_), progress_state_.step);
+    const double step_seconds = seconds_since(step_start);
+    ++progress_state_.step;
+    if (++progress_state_.batch_in_epoch == steps_per_epoch_) {
+      ++progress_state_.epoch;
+      progress_state_.batch_in_epoch = 0;
+    }
+    record_step(loss, examples.size(), step_seconds, first_step, loop_start);
+    if (config_.eval_every > 0 &&
+        (progress_state_.step % config_.eval_every == 0 || progress_state_.step == result_.total_steps)) {
+      select_on_dev();
+    }
+    if (config_.save_every > 0 && progress_state_.step % config_.save_every == 0) save();
+  }
+  progress_->finish();
+}
+
+void Run::save(const std::string& name) {
+  CheckpointInfo info;
+  info.config = config_;
+  info.tokenizer = data_->tokenizer().serialized();
+  info.progress = progress_state_;
+  info.baseline = baseline_;
+  info.data = data_fingerprint_;
+  if (config_.eval_every > 0) info.selection = to_json(selection_);
+  auto generators = capture_generators(device_);
+  if (group_) {  // every rank's generators, so that each resumes its own dropout stream
+    generators.cpu = group_->all_gather_rows(generators.cpu);
+    if (generators.device.defined()) generators.device = group_->all_gather_rows(generators.device);
+  }
+  if (writer()) {
+    save_checkpoint(directory_->path(name), info, model_->model(), model_->optimizer(), generators,
+                    model_->scaler().get());
+  }
+  if (name == "checkpoint.pt") result_.checkpoint = directory_->checkpoint_path();
+}
+
+// Rank 0 evaluates on the dev data while the others wait for its decisions in any_rank
+// (within --dist-timeout); then all save best.pt together (save gathers every rank's generators).
+void Run::select_on_dev() {
+  const int64_t step = progress_state_.step;
+  bool improved = false, stop = false;
+  if (writer()) {
+    EvalOptions options;
+    options.batch_size = config_.eval_batch_size;
+    options.device = device_;
+    std::string line;
+    const auto metrics =
+        evaluate_and_describe(model_->model(), *data_->dev_set(), options, "step " + std::to_string(step), line);
+    directory_->append_dev_metrics(step, to_json(metrics));
+    improved = record_evaluation(selection_, metric_value(metrics, config_.select_metric), step);
+    stop = patience_exhausted(selection_, config_.patience);
+    log(line + (improved ? "; best so far, saved to best.pt" : "; best " + config_.select_metric + " " +
+                                                                   std::to_string(selection_.best_value) +
+                                                                   " at step " + std::to_string(selection_.best_step)));
+  }
+  if (group_) {
+    improved = distributed::any_rank(*group_)(improved);
+    stop = distributed::any_rank(*group_)(stop);
+  }
+  if (improved) save("best.pt");
+  if (!stop) return;
+  stopped_early_ = true;
+  log("early stop at step " + std::to_string(step) + ": dev " + config_.select_metric + " has not improved for " +
+      std::to_string(config_.patience) + " evaluations (--patience); best " + std::to_string(selection_.best_value) +
+      " at step " + std::to_string(selection_.best_step) + ", in " + directory_->path("best.pt"));
+}
+
+// A notice, never an error: the run's results are in its other files.
+void Run::write_curves() {
+  if (!writer()) return;
+  try {
+    plot_training_curves({{run_name(config_.output), directory_->metrics_path()}}, directory_->path("curves.png"),
+                         config_.select_metric);
+  } catch (const std::exception& e) {
+    log("notice: no curves.png: " + std::string(e.what()));
+  }
+}
+
+// A signal may reach the ranks between different steps: they stop together, at the first
+// step boundary where any of them saw it.
+bool Run::stop_requested() const {
+  int stop = options_.stop ? options_.stop->load() : 0;
+  if (options_.stop_after_steps > 0 && progress_state_.step >= options_.stop_after_steps) stop = stop ? stop : -1;
+  return group_ ? distributed::any_rank(*group_)(stop != 0) : stop != 0;
+}
+
+// With `reranked` and a learned similarity: also the dense top --rerank-k re-ranked by Phi.
+std::optional<RetrievalMetrics> Run::evaluate_now(const char* what, std::optional<RetrievalMetrics>* reranked) {
+  if (!data_->eval_set() || !writer()) return std::nullopt;
+  EvalOptions options;
+  options.batch_size = config_.eval_batch_size;
+  options.device = device_;
+  options.rerank_k = config_.rerank_k;
+  std::string line;
+  auto metrics = evaluate_and_describe(model_->model(), *data_->eval_set(), options, what, line, reranked);
+  log(line);
+  return metrics;
+}
+
+nlohmann::json Run::selection_summary() const {
+  auto j = to_json(selection_);
+  j["checkpoint"] = selection_.best_step > 0 ? nlohmann::json(directory_->path("best.pt")) : nlohmann::json(nullptr);
+  j["patience"] = config_.patience;
+  return j;
+}
+
+// The BM25 baseline, once per run, beside the trained model's evaluation.
+std::optional<RetrievalMetrics> Run::evaluate_bm25_now() {
+  const auto& texts = data_->eval_texts();
+  if (!texts || !data_->eval_set() || !writer() || !config_.eval_bm25) return std::nullopt;
+  const auto start = Clock::now();
+  const auto bm25 = evaluate_bm25(texts->corpus, texts->queries, *data_->eval_set(), Bm25Options{}, 100,
+                                  [this](const std::string& line) { log(line); });
+  char line[160];
+  std::snprintf(line, sizeof line, "bm25: R@10 %.4f  MRR@10 %.4f (%.1f s)", bm25.metrics.recall_at_10,
+                bm25.metrics.mrr_at_10, seconds_since(start));
+  log(line);
+  return bm25.metrics;
+}
+
+// After training: the model's metrics, and with --matryoshka each prefix width's (one encoding).
+std::optional<RetrievalMetrics> Run::evaluate_trained() {
+  auto dims = parse_dim_list(config_.matryoshka, "--matryoshka");
+  if (dims.empty()) return evaluate_now("trained", &result_.trained_reranked);
+  if (!data_->eval_set() || !writer()) return std::nullopt;
+  EvalOptions options;
+  options.batch_size = config_.eval_batch_size;
+  options.device = device_;
+  dims.insert(dims.begin(), 0);  // all dimensions: the trained row
+  std::vector<std::string> lines;
+  const auto all = evaluate_prefixes_and_describe(model_->model(), *data_->eval_set(), options, dims,
+                                                  encoder_normalizes(config_), "trained", lines);
+  for (const auto& line : lines) log(line);
+  result_.trained_prefixes.assign(all.begin() + 1, all.end());
+  return all.front().metrics;
+}
+
+void Run::write_summary() {
+  nlohmann::json summary{{"steps", progress_state_.step},     {"total_steps", result_.total_steps},
+                         {"interrupted", result_.interrupted}, {"final_loss", result_.final_loss},
+                         {"wall_s", result_.wall_seconds},     {"peak_rss_mb", result_.peak_rss_mb},
+                         {"mode", to_string(config_.mode)},    {"precision", to_string(config_.precision)},
+                         {"batch_size", config_.batch_size},   {"chunk_size", config_.chunk_size},
+                         {"eval", result_.eval_name},          {"world_size", world_},
+                         {"untrained", baseline_},
+                         {"stopped_early", stopped_early_},
+                         {"selection", config_.eval_every > 0 ? selection_summary() : nlohmann::json(nullptr)},
+                         {"bm25", result_.bm25 ? to_json(*result_.bm25) : nlohmann::json(nullptr)},
+                         {"trained", result_.trained ? to_json(*result_.trained) : nlohmann::json(nullptr)},
+                         {"matryoshka", config_.matryoshka.empty() ? nlohmann::json(nullptr)
+                                                                   : to_json(result_.trained_prefixes)}};
+  if (result_.trained_reranked) {  // --similarity mlp: the second stage's row
+    summary["trained_reranked"] = to_json(*result_.trained_reranked);
+    summary["rerank_k"] = config_.rerank_k;
+  }
+  directory_->write("summary.json", summary.dump(2) + "\n");
+}
+
+TrainResult Run::execute() {
+  validate(config_);
+  const auto start = Clock::now();
+  set_up_machine();
+  for (const auto& warning : setting_warnings(config_)) log("warning: " + warning);
+  open_directory();
+  if (group_) group_->check_same("settings", distributed_invariant(config_).dump());
+  load_data();
+  fingerprint_data();
+  model_ = std::make_unique<TrainingModel>(config_, device_, group_.get(), rank_,
+                                           TrainingModel::Resume{resumed_ ? &*resumed_ : nullptr,
+                                                                 directory_->checkpoint_path()});
+  for (const auto& script : model_->model().scripts())
+    check_script_vocabulary(*script, data_->tokenizer().vocab_size(), config_.model,
+                            config_.tokenizer.empty() ? "trained by this run" : config_.tokenizer);
+  choose_chunk_sizes();
+  build_step();
+  directory_->write("config.json", nlohmann::json(config_).dump(2) + "\n");
+
+  const auto n = static_cast<int64_t>(data_->size());
+  steps_per_epoch_ = config_.keep_last ? (n + config_.batch_size - 1) / config_.batch_size : n / config_.batch_size;
+  result_.total_steps = count_steps();
+  check_resumed_position();
+  log("training on " + std::to_string(n) + " examples: " + std::to_string(result_.total_steps) + " steps of " +
+      std::to_string(config_.batch_size) + " pairs, mode " + to_string(config_.mode) + ", " + to_string(config_.precision) + ", " +
+      describe_passes(config_) + "; threads: " + describe_threads() +
+      (world_ > 1 ? "; " + std::to_string(world_) + " processes" : ""));
+  if (resumed_) {
+    log("resuming at step " + std::to_string(progress_state_.step));
+  } else if (config_.eval_baseline) {
+    if (auto m = evaluate_now("untrained")) baseline_ = to_json(*m);
+  }
+
+  if (!resumed_) directory_->remove("best.pt");  // an earlier run's, in --overwrite
+  train_loop();
+  save();
+  result_.progress = progress_state_;
+  if (result_.interrupted) {
+    log("stopped at step " + std::to_string(progress_state_.step) + "; checkpoint saved to " +
+        directory_->checkpoint_path() + "; continue with --resume");
+  } else {
+    result_.trained = evaluate_trained();
+    if (result_.trained) result_.bm25 = evaluate_bm25_now();
+    if (!baseline_.is_null()) result_.untrained = metrics_from_json(baseline_);
+  }
+  result_.eval_name = data_->eval_set() ? data_->eval_set()->name : "";
+  result_.config = config_;
+  result_.stopped_early = stopped_early_;
+  if (selection_.best_step > 0) result_.best = selection_summary();
+  result_.wall_seconds = seconds_since(start);
+  result_.peak_rss_mb = peak_rss_mb();
+  write_summary();
+  write_curves();
+  return result_;
+}
+
+}  // namespace
+
+TrainResult train(TrainConfig config, const TrainOptions& options) { return Run(std::move(config), options).execute(); }
+
+}  // namespace retriever
+}  // namespace gradcache

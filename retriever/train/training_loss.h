@@ -1,0 +1,33 @@
+// The contrastive loss a training run's --loss names, built once here so that the trainer,
+// the tests and wrappers of the loss (e.g. Matryoshka) all start from the same object.
+#pragma once
+
+#include "retriever/config/train_config.h"
+
+#include <gradcache/loss.h>
+#include <gradcache/matryoshka_loss.h>
+#include <gradcache/streaming_loss.h>
+
+#include <string>
+
+namespace gradcache {
+namespace retriever {
+
+/// The streaming loss's options for `config`: its temperature, direction(s) and --tile. Also
+/// what the sharded loss of a multi-process run uses, which is tiled in the same way.
+StreamingLossOptions streaming_loss_options(const TrainConfig& config);
+
+/// The loss of one process: SimpleContrastiveLoss (infonce), SymmetricContrastiveLoss
+/// (symmetric), or StreamingContrastiveLoss (streaming, streaming-symmetric), which computes
+/// the same loss without the batch x batch score matrix.
+Loss make_loss(const TrainConfig& config);
+
+/// The prefixes of a run (empty dims when --matryoshka is off).
+MatryoshkaOptions matryoshka_options(const TrainConfig& c);
+
+/// `loss` summed over the run's prefixes (MatryoshkaLoss), or `loss` itself when --matryoshka
+/// is off or `loss` is undefined.
+Loss with_matryoshka(Loss loss, const TrainConfig& c);
+
+}  // namespace retriever
+}  // namespace gradcache

@@ -1,0 +1,72 @@
+#!/usr/bin/env bash
+# Fault injection: `gradcache train --save-every 1` is killed (SIGKILL: no handler, no last
+# checkpoint) at random moments and resumed each time, until it finishes. Its final training
+# state must be bit-identical to that of the same run never interrupted: the model's tensors,
+# the AdamW state, the generators and the progress (compare_checkpoints), and the metrics must
+# hold each step once, with the reference's loss.
+#
+#   bash tests/cli/kill_resume_test.sh path/to/gradcache path/to/compare_checkpoints WORK_DIR
+#
+# The moments are drawn from a seed printed first; KILL_RESUME_SEED=N draws the same ones
+# (where a kill lands within a step still varies with the machine's speed).
+set -u
+bin=$1
+compare=$2
+work=$3
+rm -rf "$work"
+mkdir -p "$work"
+fail() { echo "FAIL (seed $seed): $*"; exit 1; }
+seed=${KILL_RESUME_SEED:-$(( $(od -An -N2 -tu2 /dev/urandom) ))}
+RANDOM=$seed
+echo "seed $seed (KILL_RESUME_SEED=$seed repeats these kills)"
+kills=4
+steps=30
+source "$(dirname "$0")/tiny_task.sh"
+write_tiny_task "$work"
+train=("$bin" train "${tiny_flags[@]}" --steps $steps --log-every 1)
+
+start_ms=$(date +%s%3N)
+"${train[@]}" --output "$work/reference" >"$work/reference.log" 2>&1 ||
+  fail "the reference run failed: $(tail -3 "$work/reference.log")"
+# The set-up's share of the run: its time less the steps' (the last metrics line's elapsed_s).
+setup_ms=$(python3 -c 'import json, sys; print(max(1, int(sys.argv[1]) - int(1000 * json.loads(open(sys.argv[2]).readlines()[-1])["elapsed_s"])))' \
+  $(( $(date +%s%3N) - start_ms )) "$work/reference/metrics.jsonl")
+
+# Each kill: after a random number of further metrics lines (up to half of those left), then
+# 0..49 ms more, which lands anywhere in a step: its computation, its metrics line or its
+# checkpoint write; or, drawing 0 lines, 0..setup_ms after the start: in the set-up (loading,
+# the tokenizer, the data, the model) or the first step. Without a checkpoint yet, the run
+# starts afresh, as a user would.
+run="$work/killed"
+lines_written() { cat "$run/metrics.jsonl" 2>/dev/null | wc -l; }
+resume_flag() { [ -f "$run/checkpoint.pt" ] && echo --resume; }
+for i in $(seq $kills); do
+  before=$(lines_written)
+  [ -f "$run/checkpoint.pt" ] || before=0  # a fresh start empties the metrics
+  wait_lines=$(( RANDOM % ((steps - before) / 2 > 0 ? (steps - before) / 2 : 1) ))
+  extra_ms=$(( wait_lines > 0 ? RANDOM % 50 : (RANDOM * 32768 + RANDOM) % setup_ms ))
+  "${train[@]}" --save-every 1 --output "$run" $(resume_flag) >"$work/killed_$i.log" 2>&1 &
+  pid=$!
+  # Until the lines appear (the count may fall first: a resume drops lines past its checkpoint).
+  while kill -0 "$pid" 2>/dev/null && [ "$wait_lines" -gt 0 ] && [ "$(lines_written)" -lt $((before + wait_lines)) ]; do
+    sleep 0.005
+  done
+  sleep "$(printf '%d.%03d' $((extra_ms / 1000)) $((extra_ms % 1000)))"
+  if kill -KILL "$pid" 2>/dev/null; then what="killed"; else what="had already finished when killed"; fi
+  wait "$pid" 2>/dev/null
+  echo "run $i: $what $wait_lines lines and $extra_ms ms after its start at line $before; now $(lines_written) lines"
+done
+"${train[@]}" --save-every 1 --output "$run" $(resume_flag) >"$work/final.log" 2>&1 ||
+  fail "the last --resume failed: $(tail -3 "$work/final.log")"
+
+"$compare" "$work/reference/checkpoint.pt" "$run/checkpoint.pt" || fail "the resumed run is not the reference's"
+python3 - "$work/reference/metrics.jsonl" "$run/metrics.jsonl" <<'EOF' || fail "the metrics differ (see above)"
+import json, sys
+reference, resumed = ([json.loads(line) for line in open(path)] for path in sys.argv[1:])
+steps = [m["step"] for m in resumed]
+assert steps == list(range(1, len(reference) + 1)), f"resumed run's metrics steps: {steps}"
+for a, b in zip(reference, resumed):
+    assert a["loss"] == b["loss"] and a["lr"] == b["lr"], f"step {a['step']}: {a} vs {b}"
+EOF
+echo "killed $kills times and resumed: the final model, optimizer and generator states are bit-identical" \
+  "to the uninterrupted run's, and the metrics hold each step once with its loss"
