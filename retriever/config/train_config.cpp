@@ -212,7 +212,7 @@ void add_machine_settings(Table& t) {
             .free_on_resume()
             .checked(at_least(0)));
   t.add(field("blas_threads", &TrainConfig::blas_threads, "--blas-threads",
-                "OpenBLAS threads (0: 1; see the README's Threads)")
+                "OpenBLAS threads (0: 1; see docs/performance.md, Threads)")
             .in_group(group)
             .per_rank()
             .free_on_resume()

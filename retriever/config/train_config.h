@@ -100,7 +100,7 @@ struct TrainConfig {
   uint64_t seed = 42;
   bool keep_last = false;      ///< keep the incomplete last batch of each epoch
   int64_t threads = 0;         ///< intra-op threads; 0: 1
-  int64_t blas_threads = 0;    ///< OpenBLAS threads; 0: 1 (see README: more only cost CPU here)
+  int64_t blas_threads = 0;    ///< OpenBLAS threads; 0: 1 (docs/performance.md, "Threads": more only cost CPU here)
   std::string device = "cpu";
   Precision precision = Precision::fp32;  ///< autocast per model call; fp16 with loss scaling
 

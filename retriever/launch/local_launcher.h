@@ -1,7 +1,7 @@
 // Several ranks on this machine without torchrun: the program starts N copies of itself, each
 // with the environment torchrun would give it (RANK, WORLD_SIZE, MASTER_ADDR=127.0.0.1, ...),
 // and watches them. On this project's CPUs, processes of one thread each train faster than one
-// process of several intra-op threads (README, "Several processes"), hence `--nproc auto`.
+// process of several intra-op threads (docs/distributed.md), hence `--nproc auto`.
 #pragma once
 
 #include <atomic>

@@ -15,7 +15,7 @@ bool set_blas_threads(int threads);
 
 /// Sets both: intra-op threads (0: 1) and OpenBLAS threads (0: 1). On this project's 2-core
 /// reference machine one of each is as fast as any other set-up for its models and leaves the
-/// second core idle (README, "Threads"); more is for larger models.
+/// second core idle (docs/performance.md, "Threads"); more is for larger models.
 void configure_threads(int intra_op, int blas);
 
 /// E.g. "intra-op 1, OpenBLAS 1".

@@ -110,7 +110,7 @@ inline bool any_grad(const std::vector<torch::Tensor>& params) {
   return false;
 }
 
-/// Tolerances of "equal to the full batch" (README, How exactness is tested): the cache only
+/// Tolerances of "equal to the full batch" (docs/testing.md, "How exactness is tested"): the cache only
 /// changes the order of summation, so errors are about n * eps for reductions of n ~ 100
 /// terms: 1e-13 in float64, 1e-5 in float32.
 constexpr double kTol64 = 1e-13;
