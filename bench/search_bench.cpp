@@ -51,12 +51,12 @@ Encoded encode(const Flags& flags) {
   if (std::filesystem::is_directory(path)) path = (std::filesystem::path(path) / "checkpoint.pt").string();
   auto [info, model] = gr::load_checkpoint(path);
   Encoded out;
-  out.data = gr::load_wordnet_eval(flags.wordnet_dir.empty() ? info.config.wordnet_dir : flags.wordnet_dir,
+  out.data = gr::load_wordnet_eval(flags.wordnet_dir.empty() ? info.config.data.wordnet_dir : flags.wordnet_dir,
                                    flags.split, false);
   const auto tokenizer = gr::Tokenizer::from_serialized(info.tokenizer);
   out.set = gr::tokenize_eval_set(out.data.name, out.data.corpus, out.data.queries, out.data.qrels, tokenizer,
-                                  static_cast<size_t>(info.config.query_max_len),
-                                  static_cast<size_t>(info.config.passage_max_len));
+                                  static_cast<size_t>(info.config.tokenizer.query_max_len),
+                                  static_cast<size_t>(info.config.tokenizer.passage_max_len));
   model.train(false);
   out.encode_seconds = seconds_of([&] {
     out.docs = gr::encode_all(model.passage_model(), out.set.corpus, 512, c10::Device(c10::kCPU));

@@ -1,5 +1,7 @@
 #include "retriever/config/matryoshka_settings.h"
 
+#include "retriever/config/train_config.h"
+
 #include <algorithm>
 #include <cmath>
 #include <sstream>
@@ -20,19 +22,21 @@ std::vector<std::string> comma_items(const std::string& text) {
 
 // Checks across settings: the weights fit the dims, the dims fit the encoder's width.
 std::string check_matryoshka(const TrainConfig& c) {
-  const auto dims = parse_dim_list(c.matryoshka, "--matryoshka");
-  const auto weights = parse_weight_list(c.matryoshka_weights, "--matryoshka-weights");
+  const auto dims = parse_dim_list(c.matryoshka.dims, "--matryoshka");
+  const auto weights = parse_weight_list(c.matryoshka.weights, "--matryoshka-weights");
   if (dims.empty()) return weights.empty() ? "" : "--matryoshka-weights is used only with --matryoshka DIMS";
   if (!weights.empty() && weights.size() != dims.size()) {
     return "--matryoshka-weights gives " + std::to_string(weights.size()) + " weights for the " +
-           std::to_string(dims.size()) + " dimensions of --matryoshka " + c.matryoshka + ": give one per dimension";
+           std::to_string(dims.size()) + " dimensions of --matryoshka " + c.matryoshka.dims +
+           ": give one per dimension";
   }
   if (!weights.empty() && std::all_of(weights.begin(), weights.end(), [](double w) { return w == 0; })) {
     return "--matryoshka-weights: all weights are 0";
   }
   const int64_t width = output_width(c);
-  return matryoshka_too_wide(c, width, "the model's output width " + std::to_string(width) +
-                                           (c.projection_dim > 0 ? " (--projection)" : " (--dim)"));
+  return matryoshka_too_wide(c, width,
+                             "the model's output width " + std::to_string(width) +
+                                 (c.encoder.projection_dim > 0 ? " (--projection)" : " (--dim)"));
 }
 
 }  // namespace
@@ -75,34 +79,33 @@ std::vector<double> parse_weight_list(const std::string& text, const std::string
 }
 
 std::string matryoshka_too_wide(const TrainConfig& c, int64_t width, const std::string& whose_width) {
-  for (int64_t d : parse_dim_list(c.matryoshka, "--matryoshka")) {
+  for (int64_t d : parse_dim_list(c.matryoshka.dims, "--matryoshka")) {
     if (width > 0 && d > width) {
-      return "--matryoshka " + c.matryoshka + ": dimension " + std::to_string(d) + " is larger than " + whose_width;
+      return "--matryoshka " + c.matryoshka.dims + ": dimension " + std::to_string(d) + " is larger than " +
+             whose_width;
     }
   }
   return "";
 }
 
-int64_t output_width(const TrainConfig& c) {
-  if (!c.model.empty()) return 0;
-  return c.projection_dim > 0 ? c.projection_dim : c.dim;
-}
+int64_t output_width(const TrainConfig& c) { return c.encoder.torchscript.empty() ? c.encoder.output_dim() : 0; }
 
-bool encoder_normalizes(const TrainConfig& c) { return c.model.empty() && c.normalize; }
+bool encoder_normalizes(const TrainConfig& c) { return c.encoder.torchscript.empty() && c.encoder.normalize; }
 
 void add_matryoshka_settings(SettingsTable<TrainConfig>& t) {
   const char* group = "Training";
-  t.add(field("matryoshka", &TrainConfig::matryoshka, "--matryoshka",
-              "Matryoshka representations: the loss is summed over these leading dimensions of the embeddings "
-              "(e.g. 64,32,16), each then usable alone; \"\" = off")
+  t.add(nested_field("matryoshka", &TrainConfig::matryoshka, &MatryoshkaSettings::dims, "--matryoshka",
+                     "Matryoshka representations: the loss is summed over these leading dimensions of the embeddings "
+                     "(e.g. 64,32,16), each then usable alone; \"\" = off")
             .in_group(group)
             .hint("DIMS")
             .checked([](const nlohmann::json& v) {
               parse_dim_list(v.get<std::string>(), "--matryoshka");
               return std::string();
             }));
-  t.add(field("matryoshka_weights", &TrainConfig::matryoshka_weights, "--matryoshka-weights",
-              "With --matryoshka: one weight per dimension (e.g. 1,1,1; default: 1 each)")
+  t.add(nested_field("matryoshka_weights", &TrainConfig::matryoshka, &MatryoshkaSettings::weights,
+                     "--matryoshka-weights",
+                     "With --matryoshka: one weight per dimension (e.g. 1,1,1; default: 1 each)")
             .in_group(group)
             .hint("W")
             .checked([](const nlohmann::json& v) {

@@ -5,8 +5,6 @@
 #pragma once
 
 #include "retriever/config/settings_table.h"
-#include "retriever/config/train_config.h"
-
 
 #include <cstdint>
 #include <string>
@@ -14,6 +12,16 @@
 
 namespace gradcache {
 namespace retriever {
+
+struct TrainConfig;
+
+/// --matryoshka and --matryoshka-weights, as given (parsed by parse_dim_list and
+/// parse_weight_list; checked when the settings are).
+struct MatryoshkaSettings {
+  std::string dims;     ///< prefix widths the loss is summed over, "64,32,16"; "" = off
+  std::string weights;  ///< one weight per prefix, "1,1,1"; "" = 1 each
+  bool enabled() const { return !dims.empty(); }
+};
 
 /// Prefix widths from a comma list ("64,32,16"; "" = none). Throws SettingsError naming
 /// `flag` unless each item is a positive integer and none repeats.

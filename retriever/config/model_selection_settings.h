@@ -3,13 +3,24 @@
 #pragma once
 
 #include "retriever/config/settings_table.h"
-#include "retriever/config/train_config.h"
+#include <cstdint>
 
 #include <string>
 #include <vector>
 
 namespace gradcache {
 namespace retriever {
+
+struct TrainConfig;
+
+/// Model selection on dev data during training: when to evaluate, on what, by which metric.
+struct SelectionSettings {
+  int64_t eval_every = 0;                          ///< steps between dev evaluations; 0: none
+  std::string dev_corpus, dev_queries, dev_qrels;  ///< dev files for user data (corpus: eval_corpus if "")
+  double dev_fraction = 0;                         ///< > 0: hold out this fraction of the training pairs
+  std::string metric = "recall@10";                ///< the dev metric best.pt is chosen by (--select-metric)
+  int64_t patience = 0;                            ///< > 0: stop after this many evaluations without improvement
+};
 
 /// The dev metrics best.pt may be chosen by: the keys of to_json(RetrievalMetrics).
 const std::vector<std::string>& selection_metric_names();

@@ -16,6 +16,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <functional>
@@ -210,12 +211,18 @@ const std::string& choice_name(const ChoiceNames<E>& names, E value) {
 }
 
 /// "a, b or c".
+inline std::string spelled_list(const std::vector<std::string>& items) {
+  std::string list;
+  for (size_t i = 0; i < items.size(); ++i) list += (i == 0 ? "" : i + 1 == items.size() ? " or " : ", ") + items[i];
+  return list;
+}
+
+/// The names of `names`, "a, b or c".
 template <class E>
 std::string choice_list(const ChoiceNames<E>& names) {
-  std::string list;
-  for (size_t i = 0; i < names.size(); ++i)
-    list += (i == 0 ? "" : i + 1 == names.size() ? " or " : ", ") + names[i].second;
-  return list;
+  std::vector<std::string> items;
+  for (const auto& [value, name] : names) items.push_back(name);
+  return spelled_list(items);
 }
 
 /// The value named `name`; throws SettingsError "WHO must be a, b or c, got \"x\"" otherwise.
@@ -227,24 +234,47 @@ E parse_choice(const ChoiceNames<E>& names, const std::string& name, const std::
   throw SettingsError(who + " must be " + choice_list(names) + ", got " + nlohmann::json(name).dump());
 }
 
+namespace detail {
+// A choice setting that `access` (Config& -> E&) reaches: what choice_field() and
+// nested_choice_field() build.
+template <class E, class Config, class Access>
+Setting<Config> accessed_choice(std::string key, Access access, std::string flag, std::string help,
+                                ChoiceNames<E> names) {
+  Setting<Config> s;
+  s.key = key;
+  s.flag = flag;
+  s.help = std::move(help);
+  const std::string who = s.name();
+  s.get = [access, names](const Config& c) {
+    return nlohmann::json(choice_name(names, access(const_cast<Config&>(c))));
+  };
+  s.set = [access, names, who](Config& c, const nlohmann::json& value) {
+    access(c) = parse_choice(names, value.get<std::string>(), who);  // a non-string: json's type_error
+  };
+  s.parse = [key](const std::string& text) { return nlohmann::json{{key, text}}; };
+  for (const auto& [value, name] : names) s.value_hint += (s.value_hint.empty() ? "" : "|") + name;
+  return s;
+}
+}  // namespace detail
+
 /// A setting kept as an enum in `member`, written and read as one of `names`: the choice is
 /// parsed once, here, and the rest of the program compares enums, never strings. Any other
 /// name is refused with the list (from a flag or a settings file alike).
 template <class Config, class E>
 Setting<Config> choice_field(std::string key, E Config::*member, std::string flag, std::string help,
                              ChoiceNames<E> names) {
-  Setting<Config> s;
-  s.key = key;
-  s.flag = flag;
-  s.help = std::move(help);
-  const std::string who = flag.empty() ? key : flag;
-  s.get = [member, names](const Config& c) { return nlohmann::json(choice_name(names, c.*member)); };
-  s.set = [member, names, who](Config& c, const nlohmann::json& value) {
-    c.*member = parse_choice(names, value.get<std::string>(), who);  // a non-string: json's type_error
-  };
-  s.parse = [key](const std::string& text) { return nlohmann::json{{key, text}}; };
-  for (const auto& [value, name] : names) s.value_hint += (s.value_hint.empty() ? "" : "|") + name;
-  return s;
+  return detail::accessed_choice<E, Config>(
+      std::move(key), [member](Config& c) -> E& { return c.*member; }, std::move(flag), std::move(help),
+      std::move(names));
+}
+
+/// choice_field for an enum kept in a member of a member (a feature's settings struct).
+template <class Config, class Group, class E>
+Setting<Config> nested_choice_field(std::string key, Group Config::*group, E Group::*member, std::string flag,
+                                    std::string help, ChoiceNames<E> names) {
+  return detail::accessed_choice<E, Config>(
+      std::move(key), [group, member](Config& c) -> E& { return (c.*group).*member; }, std::move(flag), std::move(help),
+      std::move(names));
 }
 
 /// A bound as people write it: 0, -1, 0.5 (not 0.0).
@@ -277,12 +307,8 @@ inline SettingCheck in_range(double low, double high) {
 }
 inline SettingCheck one_of(std::vector<std::string> allowed) {
   return [allowed](const nlohmann::json& v) {
-    std::string list;
-    for (size_t i = 0; i < allowed.size(); ++i) {
-      if (v.get<std::string>() == allowed[i]) return std::string();
-      list += (i == 0 ? "" : i + 1 == allowed.size() ? " or " : ", ") + allowed[i];
-    }
-    return "must be " + list;
+    const bool found = std::find(allowed.begin(), allowed.end(), v.get<std::string>()) != allowed.end();
+    return found ? std::string() : "must be " + spelled_list(allowed);
   };
 }
 inline SettingCheck not_empty() {

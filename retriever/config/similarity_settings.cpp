@@ -1,5 +1,7 @@
 #include "retriever/config/similarity_settings.h"
 
+#include "retriever/config/train_config.h"
+
 namespace gradcache {
 namespace retriever {
 namespace {
@@ -8,23 +10,22 @@ using Table = SettingsTable<TrainConfig>;
 
 // What --similarity mlp can be combined with; each message names the flags.
 std::string check_similarity(const TrainConfig& c) {
-  if (c.similarity != SimilarityKind::Mlp) {
-    return c.phi_hidden > 0 ? "--phi-hidden is used only with --similarity mlp" : "";
+  if (c.similarity.kind != SimilarityKind::Mlp) {
+    return c.similarity.hidden > 0 ? "--phi-hidden is used only with --similarity mlp" : "";
   }
-  if (is_streaming(c.loss)) {
+  if (is_streaming(c.loss.kind)) {
     return "--similarity mlp trains InfoNCE over Phi's scores (--loss infonce or symmetric); --loss " +
-           to_string(c.loss) +
-           " is a loss over the dot product: drop one of them";
+           to_string(c.loss.kind) + " is a loss over the dot product: drop one of them";
   }
-  if (!c.matryoshka.empty()) {
+  if (!c.matryoshka.dims.empty()) {
     return "--similarity mlp scores full-width representations with Phi; --matryoshka trains prefixes for the "
            "dot product: drop one of them";
   }
-  if (!c.model.empty()) {
+  if (!c.encoder.torchscript.empty()) {
     return "--similarity mlp needs the built-in encoder (Phi is sized by --dim or --projection); a --model "
            "TorchScript encoder's width is not known before it runs";
   }
-  if (c.precision == Precision::fp16) {
+  if (c.machine.precision == Precision::fp16) {
     return "--similarity mlp does not support --precision fp16 (the dual cache accumulates Phi's gradients "
            "unscaled, so a loss scaler cannot be used); use --precision bf16 or fp32";
   }
@@ -33,38 +34,40 @@ std::string check_similarity(const TrainConfig& c) {
 
 }  // namespace
 
-int64_t representation_dim(const TrainConfig& c) { return c.projection_dim > 0 ? c.projection_dim : c.dim; }
-
-int64_t phi_hidden_width(const TrainConfig& c) { return c.phi_hidden > 0 ? c.phi_hidden : 2 * representation_dim(c); }
+int64_t phi_hidden_width(const TrainConfig& c) {
+  return c.similarity.hidden > 0 ? c.similarity.hidden : 2 * c.encoder.output_dim();
+}
 
 // They decide what is trained: a resumed run keeps them, except the tile (the same gradients,
 // summed in another order) and the evaluation's re-ranking depth.
 void add_similarity_settings(Table& t) {
   const char* group = "Learned similarity";
-  t.add(choice_field("similarity", &TrainConfig::similarity, "--similarity",
-                     "dot (the encoders' dot product) or mlp (a learned Phi(q, p) trained with the encoders through "
-                     "the dual gradient cache; evaluation re-ranks the dense top --rerank-k with it)",
-                     similarity_names())
+  t.add(nested_choice_field(
+            "similarity", &TrainConfig::similarity, &SimilaritySettings::kind, "--similarity",
+            "dot (the encoders' dot product) or mlp (a learned Phi(q, p) trained with the encoders through "
+            "the dual gradient cache; evaluation re-ranks the dense top --rerank-k with it)",
+            similarity_names())
             .in_group(group));
-  t.add(field("phi_hidden", &TrainConfig::phi_hidden, "--phi-hidden",
-              "mlp: Phi's hidden width (0: twice the representation width)")
+  t.add(nested_field("phi_hidden", &TrainConfig::similarity, &SimilaritySettings::hidden, "--phi-hidden",
+                     "mlp: Phi's hidden width (0: twice the representation width)")
             .in_group(group)
             .checked(at_least(0)));
-  t.add(field("phi_dropout", &TrainConfig::phi_dropout, "--phi-dropout", "mlp: dropout on Phi's hidden layer")
+  t.add(nested_field("phi_dropout", &TrainConfig::similarity, &SimilaritySettings::dropout, "--phi-dropout",
+                     "mlp: dropout on Phi's hidden layer")
             .in_group(group)
             .checked(in_range(0, 1)));
-  t.add(field("phi_dot", &TrainConfig::phi_dot, "--phi-dot",
-              "mlp: Phi = MLP + q.p / --temperature, so the encoders stay trained for the dense first stage "
-              "(false: the MLP alone)")
+  t.add(nested_field("phi_dot", &TrainConfig::similarity, &SimilaritySettings::with_dot, "--phi-dot",
+                     "mlp: Phi = MLP + q.p / --temperature, so the encoders stay trained for the dense first stage "
+                     "(false: the MLP alone)")
             .in_group(group));
-  t.add(field("phi_tile", &TrainConfig::phi_tile, "--phi-tile",
-              "mlp, cache: queries and passages per tile of Phi's pairs (its memory: tile^2 pairs)")
+  t.add(nested_field("phi_tile", &TrainConfig::similarity, &SimilaritySettings::tile, "--phi-tile",
+                     "mlp, cache: queries and passages per tile of Phi's pairs (its memory: tile^2 pairs)")
             .in_group(group)
             .per_rank()
             .free_on_resume()
             .checked(positive()));
-  t.add(field("rerank_k", &TrainConfig::rerank_k, "--rerank-k",
-              "mlp: dense candidates per query that Phi re-ranks in the evaluation")
+  t.add(nested_field("rerank_k", &TrainConfig::similarity, &SimilaritySettings::rerank_k, "--rerank-k",
+                     "mlp: dense candidates per query that Phi re-ranks in the evaluation")
             .in_group(group)
             .free_on_resume()
             .checked(positive()));
@@ -72,7 +75,7 @@ void add_similarity_settings(Table& t) {
 }
 
 std::optional<std::string> similarity_process_conflict(const TrainConfig& c, int processes) {
-  if (c.similarity != SimilarityKind::Mlp || processes <= 1) return std::nullopt;
+  if (c.similarity.kind != SimilarityKind::Mlp || processes <= 1) return std::nullopt;
   return "--similarity mlp trains in one process (the dual gradient cache does not gather Phi's scores across "
          "processes): run without --nproc N and without torchrun";
 }

@@ -3,7 +3,6 @@
 #pragma once
 
 #include "retriever/config/settings_table.h"
-#include "retriever/config/train_config.h"
 
 #include <cstdint>
 #include <optional>
@@ -12,6 +11,25 @@
 namespace gradcache {
 namespace retriever {
 
+struct TrainConfig;
+
+/// --similarity: what scores a query against a passage.
+enum class SimilarityKind {
+  Dot,  ///< the encoders' dot product
+  Mlp,  ///< a learned Phi(q, p) trained through the dual cache
+};
+const ChoiceNames<SimilarityKind>& similarity_names();
+
+/// A learned similarity Phi (--similarity mlp) and how the dual cache tiles it.
+struct SimilaritySettings {
+  SimilarityKind kind = SimilarityKind::Dot;
+  int64_t hidden = 0;      ///< Phi's hidden width (--phi-hidden); 0: twice the representation width
+  double dropout = 0.1;    ///< dropout on Phi's hidden layer (--phi-dropout)
+  bool with_dot = true;    ///< Phi = MLP + q.p / temperature (--phi-dot; false: the MLP alone)
+  int64_t tile = 64;       ///< dual cache: queries and passages per tile of Phi's pairs (--phi-tile)
+  int64_t rerank_k = 100;  ///< evaluation: dense candidates per query re-ranked by Phi
+};
+
 /// Adds the learned similarity's settings and their checks across settings to a run's table.
 void add_similarity_settings(SettingsTable<TrainConfig>& table);
 
@@ -19,9 +37,6 @@ void add_similarity_settings(SettingsTable<TrainConfig>& table);
 /// similarity trains in one (the dual cache does not gather Phi's scores across ranks). The
 /// program asks before it starts ranks, the trainer when it is handed a process group.
 std::optional<std::string> similarity_process_conflict(const TrainConfig& c, int processes);
-
-/// The width of the representations Phi scores: the projection's, else the encoder's.
-int64_t representation_dim(const TrainConfig& c);
 
 /// Phi's hidden width: --phi-hidden, or twice the representation width when 0.
 int64_t phi_hidden_width(const TrainConfig& c);

@@ -20,154 +20,93 @@ namespace {
 
 using Table = SettingsTable<TrainConfig>;
 
-// A byte count: JSON holds bytes; the flag also takes 512M, 2G, ...
-Setting<TrainConfig> bytes_setting(const char* key, int64_t TrainConfig::*member, const char* flag, const char* help) {
-  return field(key, member, flag, help).hint("SIZE").checked(at_least(0)).parsed_by([key, flag](const std::string& text) {
-    return nlohmann::json{{key, parse_bytes(text, flag)}};
-  });
-}
-
 void add_data_settings(Table& t) {
   const char* group = "Data";
-  t.add(field("train_file", &TrainConfig::train_file, "--train-file",
-                "Training pairs: JSONL {query, positives, negatives} or TSV query<TAB>positive[<TAB>negative...]; "
-                "default: WordNet")
+  t.add(nested_field("train_file", &TrainConfig::data, &DataSettings::train_file, "--train-file",
+                     "Training pairs: JSONL {query, positives, negatives} or TSV query<TAB>positive[<TAB>negative...]; "
+                     "default: WordNet")
             .in_group(group));
-  t.add(field("wordnet_dir", &TrainConfig::wordnet_dir, "--wordnet-dir", "WordNet 3.0 database (Debian: wordnet-base)")
+  t.add(nested_field("wordnet_dir", &TrainConfig::data, &DataSettings::wordnet_dir, "--wordnet-dir",
+                     "WordNet 3.0 database (Debian: wordnet-base)")
             .in_group(group));
-  t.add(field("eval_corpus", &TrainConfig::eval_corpus, "--eval-corpus", "Corpus for evaluation: id<TAB>text or JSONL")
+  t.add(nested_field("eval_corpus", &TrainConfig::data, &DataSettings::eval_corpus, "--eval-corpus",
+                     "Corpus for evaluation: id<TAB>text or JSONL")
             .in_group(group));
-  t.add(field("eval_queries", &TrainConfig::eval_queries, "--eval-queries",
-                "Queries for evaluation: id<TAB>text or JSONL")
+  t.add(nested_field("eval_queries", &TrainConfig::data, &DataSettings::eval_queries, "--eval-queries",
+                     "Queries for evaluation: id<TAB>text or JSONL")
             .in_group(group));
-  t.add(field("eval_qrels", &TrainConfig::eval_qrels, "--eval-qrels",
-                "Judgements for evaluation: TREC 'qid 0 docid rel'")
+  t.add(nested_field("eval_qrels", &TrainConfig::data, &DataSettings::eval_qrels, "--eval-qrels",
+                     "Judgements for evaluation: TREC 'qid 0 docid rel'")
             .in_group(group));
-  t.add(choice_field("on_bad_line", &TrainConfig::on_bad_line, "--on-bad-line",
-                       "What a malformed input line does: error or skip", on_bad_line_names())
+  t.add(nested_choice_field("on_bad_line", &TrainConfig::data, &DataSettings::on_bad_line, "--on-bad-line",
+                            "What a malformed input line does: error or skip", on_bad_line_names())
             .in_group(group));
 }
 
 void add_model_settings(Table& t) {
   const char* group = "Tokenizer and model";
-  t.add(field("tokenizer", &TrainConfig::tokenizer, "--tokenizer",
-                "sentencepiece .model; default: train one on the training texts")
+  t.add(nested_field("tokenizer", &TrainConfig::tokenizer, &TokenizerSettings::file, "--tokenizer",
+                     "sentencepiece .model; default: train one on the training texts")
             .in_group(group));
-  t.add(field("vocab_size", &TrainConfig::vocab_size, "--vocab-size", "Pieces of a trained tokenizer")
+  t.add(nested_field("vocab_size", &TrainConfig::tokenizer, &TokenizerSettings::vocab_size, "--vocab-size",
+                     "Pieces of a trained tokenizer")
             .in_group(group)
             .checked(at_least(16)));
-  t.add(field("query_max_len", &TrainConfig::query_max_len, "--query-max-len", "Query tokens kept")
+  t.add(nested_field("query_max_len", &TrainConfig::tokenizer, &TokenizerSettings::query_max_len, "--query-max-len",
+                     "Query tokens kept")
             .in_group(group)
             .checked(positive()));
-  t.add(field("passage_max_len", &TrainConfig::passage_max_len, "--passage-max-len", "Passage tokens kept")
+  t.add(nested_field("passage_max_len", &TrainConfig::tokenizer, &TokenizerSettings::passage_max_len,
+                     "--passage-max-len", "Passage tokens kept")
             .in_group(group)
             .checked(positive()));
-  t.add(field("model", &TrainConfig::model, "--model",
-                "TorchScript encoder: forward(input_ids, attention_mask) -> [B, d] or [B, T, d]; default: the "
-                "built-in Transformer")
+  t.add(nested_field("model", &TrainConfig::encoder, &EncoderSettings::torchscript, "--model",
+                     "TorchScript encoder: forward(input_ids, attention_mask) -> [B, d] or [B, T, d]; default: the "
+                     "built-in Transformer")
             .in_group(group));
-  t.add(field("dim", &TrainConfig::dim, "--dim", "Built-in encoder width").in_group(group).checked(positive()));
-  t.add(field("layers", &TrainConfig::layers, "--layers", "Transformer layers").in_group(group).checked(at_least(0)));
-  t.add(field("heads", &TrainConfig::heads, "--heads", "Attention heads").in_group(group).checked(positive()));
-  t.add(field("ffn_dim", &TrainConfig::ffn_dim, "--ffn-dim", "Feed-forward width").in_group(group).checked(positive()));
-  t.add(field("projection_dim", &TrainConfig::projection_dim, "--projection", "Projection after pooling (0: none)")
+  t.add(nested_field("dim", &TrainConfig::encoder, &EncoderSettings::dim, "--dim", "Built-in encoder width")
+            .in_group(group)
+            .checked(positive()));
+  t.add(nested_field("layers", &TrainConfig::encoder, &EncoderSettings::layers, "--layers", "Transformer layers")
             .in_group(group)
             .checked(at_least(0)));
-  t.add(field("dropout", &TrainConfig::dropout, "--dropout", "Dropout").in_group(group).checked(in_range(0, 1)));
-  t.add(field("normalize", &TrainConfig::normalize, "--normalize",
-                "L2-normalise the representations (cosine similarity)")
+  t.add(nested_field("heads", &TrainConfig::encoder, &EncoderSettings::heads, "--heads", "Attention heads")
+            .in_group(group)
+            .checked(positive()));
+  t.add(nested_field("ffn_dim", &TrainConfig::encoder, &EncoderSettings::ffn_dim, "--ffn-dim", "Feed-forward width")
+            .in_group(group)
+            .checked(positive()));
+  t.add(nested_field("projection_dim", &TrainConfig::encoder, &EncoderSettings::projection_dim, "--projection",
+                     "Projection after pooling (0: none)")
+            .in_group(group)
+            .checked(at_least(0)));
+  t.add(nested_field("dropout", &TrainConfig::encoder, &EncoderSettings::dropout, "--dropout", "Dropout")
+            .in_group(group)
+            .checked(in_range(0, 1)));
+  t.add(nested_field("normalize", &TrainConfig::encoder, &EncoderSettings::normalize, "--normalize",
+                     "L2-normalise the representations (cosine similarity)")
             .in_group(group));
-  t.add(field("untie", &TrainConfig::untie, "--untie",
-                "Separate query and passage encoders (default: one shared encoder)")
+  t.add(nested_field("untie", &TrainConfig::encoder, &EncoderSettings::untie, "--untie",
+                     "Separate query and passage encoders (default: one shared encoder)")
             .in_group(group)
             .as_switch());
-}
-
-// How a batch goes through the encoders: chunking, sub-batches, retained graphs. These
-// decide memory and time; each process may choose its own (except sub-batches, which
-// decide what the loss is).
-void add_batching_settings(Table& t) {
-  const char* group = "Training";
-  t.add(choice_field("mode", &TrainConfig::mode, "--mode",
-                       "cache (Gradient Cache), full (no chunking) or accumulate (gradient accumulation: each "
-                       "sub-batch sees only its own negatives)",
-                       train_mode_names())
-            .in_group(group));
-  t.add(field("batch_size", &TrainConfig::batch_size, "--batch-size",
-                "Contrastive batch: pairs that see each other as negatives")
-            .in_group(group)
-            .checked(positive()));
-  t.add(field("chunk_size", &TrainConfig::chunk_size, "--chunk-size",
-                "cache: rows per forward pass, the memory knob; or auto: the largest that fits --chunk-memory, "
-                "measured")
-            .in_group(group)
-            .hint("N|auto")
-            .per_rank()
-            .checked([](const nlohmann::json& v) {
-              return v.get<int64_t>() > 0 ? "" : "must be positive (a chunk size larger than the batch is "
-                                                 "allowed: the batch is one chunk)";
-            })
-            .parsed_by([](const std::string& text) {
-              if (text == "auto") return nlohmann::json{{"chunk_size_auto", true}};
-              return nlohmann::json{{"chunk_size", parse_setting_text<int64_t>(text, "--chunk-size")},
-                                    {"chunk_size_auto", false}};
-            }));
-  t.add(field("passage_chunk_size", &TrainConfig::passage_chunk_size, "--passage-chunk-size",
-                "cache: rows per passage forward pass (0: --chunk-size)")
-            .in_group(group)
-            .per_rank()
-            .checked(at_least(0)));
-  t.add(field("chunk_size_auto", &TrainConfig::chunk_size_auto, "",
-                "Chunk sizes chosen by measurement (--chunk-size auto)")
-            .per_rank());
-  t.add(bytes_setting("chunk_memory", &TrainConfig::chunk_memory, "--chunk-memory",
-                      "With --chunk-size auto: what one chunk's forward and backward may use (e.g. 512M, 2G)")
-            .in_group(group)
-            .per_rank()
-            .old_flag("--memory-budget")
-            .old_key("memory_budget"));
-  t.add(field("chunk_tokens", &TrainConfig::chunk_tokens, "--chunk-tokens",
-                "cache: bound chunks by tokens (rows x longest) instead of rows (0: off)")
-            .in_group(group)
-            .per_rank()
-            .checked(at_least(0)));
-  t.add(field("sub_batch_size", &TrainConfig::sub_batch_size, "--sub-batch-size",
-                "accumulate: queries per sub-batch, each with only its own passages as negatives")
-            .in_group(group)
-            .checked(positive()));
-  t.add(field("sort_by_length", &TrainConfig::sort_by_length, "--sort-by-length",
-                "Order each batch by query length so chunks pad less (not in accumulate)")
-            .in_group(group));
-  // Retained chunks trade memory for time; the gradients are the same, so a resumed run may
-  // change them (and runs of earlier versions, saved with -1, still resume).
-  t.add(field("retain_chunks", &TrainConfig::retain_chunks, "--retain-chunks",
-                "cache: chunks per model that keep their graph instead of being recomputed (0: none; -1: as many "
-                "as --retain-memory allows)")
-            .in_group(group)
-            .per_rank()
-            .free_on_resume()
-            .checked(at_least(-1)));
-  t.add(bytes_setting("retain_memory", &TrainConfig::retain_memory, "--retain-memory",
-                      "cache: bytes of activations retained chunks may hold, measured (e.g. 1G)")
-            .in_group(group)
-            .per_rank()
-            .free_on_resume());
 }
 
 // The contrastive loss and how the streaming losses tile it.
 void add_loss_settings(Table& t) {
   const char* group = "Training";
-  t.add(choice_field("loss", &TrainConfig::loss, "--loss",
-                       "infonce (query to passage), symmetric (also passage to query), or streaming / "
-                       "streaming-symmetric: the same losses computed tile by tile, never holding the batch x batch "
-                       "score matrix (memory independent of the batch beyond O(batch x dim); see --tile)",
-                       loss_names())
-            .in_group(group));
+  t.add(
+      nested_choice_field("loss", &TrainConfig::loss, &LossSettings::kind, "--loss",
+                          "infonce (query to passage), symmetric (also passage to query), or streaming / "
+                          "streaming-symmetric: the same losses computed tile by tile, never holding the batch x batch "
+                          "score matrix (memory independent of the batch beyond O(batch x dim); see --tile)",
+                          loss_names())
+          .in_group(group));
   // The tile changes only the order of the loss's summations (and its memory and time), as
   // the chunk size does the encoders'.
-  t.add(field("tile_size", &TrainConfig::tile_size, "--tile",
-                "Streaming losses (and a multi-process run's sharded loss): rows and columns of one score tile; "
-                "the loss holds about three tile x tile float buffers")
+  t.add(nested_field("tile_size", &TrainConfig::loss, &LossSettings::tile_size, "--tile",
+                     "Streaming losses (and a multi-process run's sharded loss): rows and columns of one score tile; "
+                     "the loss holds about three tile x tile float buffers")
             .in_group(group)
             .hint("N")
             .per_rank()
@@ -176,55 +115,68 @@ void add_loss_settings(Table& t) {
 
 void add_optimisation_settings(Table& t) {
   const char* group = "Training";
-  t.add(field("negatives", &TrainConfig::negatives, "--negatives", "Hard negatives per query (from the training file)")
+  t.add(nested_field("negatives", &TrainConfig::batching, &BatchingSettings::negatives, "--negatives",
+                     "Hard negatives per query (from the training file)")
             .in_group(group)
             .checked(at_least(0)));
-  t.add(field("epochs", &TrainConfig::epochs, "--epochs", "Epochs (unless --steps)").in_group(group));
-  t.add(field("steps", &TrainConfig::steps, "--steps", "Optimizer steps (0: --epochs decides)")
+  t.add(nested_field("epochs", &TrainConfig::training, &TrainingSettings::epochs, "--epochs", "Epochs (unless --steps)")
+            .in_group(group));
+  t.add(nested_field("steps", &TrainConfig::training, &TrainingSettings::steps, "--steps",
+                     "Optimizer steps (0: --epochs decides)")
             .in_group(group)
             .checked(at_least(0))
             .old_key("max_steps"));
-  t.add(field("lr", &TrainConfig::lr, "--lr", "Peak learning rate (AdamW)").in_group(group).checked(positive()));
-  t.add(field("weight_decay", &TrainConfig::weight_decay, "--weight-decay", "AdamW weight decay")
-            .in_group(group)
-            .checked(at_least(0)));
-  t.add(field("warmup", &TrainConfig::warmup, "--warmup", "Fraction of steps with linear warm-up (then linear decay)")
-            .in_group(group)
-            .checked(in_range(0, 1)));
-  t.add(field("max_grad_norm", &TrainConfig::max_grad_norm, "--max-grad-norm", "Gradient clipping (0: off)")
-            .in_group(group)
-            .checked(at_least(0)));
-  t.add(field("temperature", &TrainConfig::temperature, "--temperature", "Softmax temperature")
+  t.add(nested_field("lr", &TrainConfig::training, &TrainingSettings::lr, "--lr", "Peak learning rate (AdamW)")
             .in_group(group)
             .checked(positive()));
-  t.add(field("seed", &TrainConfig::seed, "--seed", "Seed of initialisation, data order and dropout").in_group(group));
-  t.add(field("keep_last", &TrainConfig::keep_last, "--keep-last",
-                "Keep the incomplete last batch of each epoch (default: drop it)")
+  t.add(nested_field("weight_decay", &TrainConfig::training, &TrainingSettings::weight_decay, "--weight-decay",
+                     "AdamW weight decay")
+            .in_group(group)
+            .checked(at_least(0)));
+  t.add(nested_field("warmup", &TrainConfig::training, &TrainingSettings::warmup, "--warmup",
+                     "Fraction of steps with linear warm-up (then linear decay)")
+            .in_group(group)
+            .checked(in_range(0, 1)));
+  t.add(nested_field("max_grad_norm", &TrainConfig::training, &TrainingSettings::max_grad_norm, "--max-grad-norm",
+                     "Gradient clipping (0: off)")
+            .in_group(group)
+            .checked(at_least(0)));
+  t.add(nested_field("temperature", &TrainConfig::loss, &LossSettings::temperature, "--temperature",
+                     "Softmax temperature")
+            .in_group(group)
+            .checked(positive()));
+  t.add(nested_field("seed", &TrainConfig::training, &TrainingSettings::seed, "--seed",
+                     "Seed of initialisation, data order and dropout")
+            .in_group(group));
+  t.add(nested_field("keep_last", &TrainConfig::training, &TrainingSettings::keep_last, "--keep-last",
+                     "Keep the incomplete last batch of each epoch (default: drop it)")
             .in_group(group)
             .as_switch());
 }
 
 void add_machine_settings(Table& t) {
   const char* group = "Training";
-  t.add(field("threads", &TrainConfig::threads, "--threads", "LibTorch intra-op threads (0: 1)")
+  t.add(nested_field("threads", &TrainConfig::machine, &MachineSettings::threads, "--threads",
+                     "LibTorch intra-op threads (0: 1)")
             .in_group(group)
             .per_rank()
             .free_on_resume()
             .checked(at_least(0)));
-  t.add(field("blas_threads", &TrainConfig::blas_threads, "--blas-threads",
-                "OpenBLAS threads (0: 1; see docs/performance.md, Threads)")
+  t.add(nested_field("blas_threads", &TrainConfig::machine, &MachineSettings::blas_threads, "--blas-threads",
+                     "OpenBLAS threads (0: 1; see docs/performance.md, Threads)")
             .in_group(group)
             .per_rank()
             .free_on_resume()
             .checked(at_least(0)));
-  t.add(field("device", &TrainConfig::device, "--device", "cpu, cuda, cuda:1, ...")
+  t.add(nested_field("device", &TrainConfig::machine, &MachineSettings::device, "--device", "cpu, cuda, cuda:1, ...")
             .in_group(group)
             .checked(existing_device()));
-  t.add(choice_field("precision", &TrainConfig::precision, "--precision",
-                       "fp32, bf16 (autocast; CPU or CUDA) or fp16 (autocast with loss scaling; CUDA). The loss and "
-                       "the gradient cache stay fp32",
-                       precision_names())
-            .in_group(group));
+  t.add(
+      nested_choice_field("precision", &TrainConfig::machine, &MachineSettings::precision, "--precision",
+                          "fp32, bf16 (autocast; CPU or CUDA) or fp16 (autocast with loss scaling; CUDA). The loss and "
+                          "the gradient cache stay fp32",
+                          precision_names())
+          .in_group(group));
   t.add(field("quick", &TrainConfig::quick, "--quick", "A tiny run (seconds): small model, data subset, 30 steps")
             .in_group(group)
             .as_switch());
@@ -232,91 +184,67 @@ void add_machine_settings(Table& t) {
 
 void add_output_settings(Table& t) {
   const char* group = "Output";
-  t.add(field("output", &TrainConfig::output, "--output", "Directory for everything the run writes")
+  t.add(nested_field("output", &TrainConfig::output, &OutputSettings::dir, "--output",
+                     "Directory for everything the run writes")
             .in_group(group)
             .free_on_resume()
             .checked(not_empty()));
-  t.add(field("save_every", &TrainConfig::save_every, "--save-every", "Steps between checkpoints (0: at the end)")
+  t.add(nested_field("save_every", &TrainConfig::output, &OutputSettings::save_every, "--save-every",
+                     "Steps between checkpoints (0: at the end)")
             .in_group(group)
             .free_on_resume()
             .checked(at_least(0)));
-  t.add(field("log_every", &TrainConfig::log_every, "--log-every", "Steps between progress lines and metrics")
+  t.add(nested_field("log_every", &TrainConfig::output, &OutputSettings::log_every, "--log-every",
+                     "Steps between progress lines and metrics")
             .in_group(group)
             .free_on_resume()
             .checked(positive()));
-  t.add(field("metrics_out", &TrainConfig::metrics_out, "--metrics-out",
-                "Metrics as JSON lines (default: OUTPUT/metrics.jsonl)")
+  t.add(nested_field("metrics_out", &TrainConfig::output, &OutputSettings::metrics_out, "--metrics-out",
+                     "Metrics as JSON lines (default: OUTPUT/metrics.jsonl)")
             .in_group(group)
             .free_on_resume());
-  t.add(field("eval", &TrainConfig::eval, "--eval", "Evaluate before and after training when there is evaluation data")
+  t.add(nested_field("eval", &TrainConfig::eval, &TrainEvalSettings::enabled, "--eval",
+                     "Evaluate before and after training when there is evaluation data")
             .in_group(group)
             .free_on_resume());
-  t.add(field("eval_baseline", &TrainConfig::eval_baseline, "--eval-baseline",
-                "With --eval: also evaluate the untrained model before training (false: only after)")
+  t.add(nested_field("eval_baseline", &TrainConfig::eval, &TrainEvalSettings::baseline, "--eval-baseline",
+                     "With --eval: also evaluate the untrained model before training (false: only after)")
             .in_group(group)
             .free_on_resume());
-  t.add(field("eval_bm25", &TrainConfig::eval_bm25, "--eval-bm25",
-                "With --eval: also rank with BM25 (Xapian) for a baseline row in the end-of-run table")
+  t.add(nested_field("eval_bm25", &TrainConfig::eval, &TrainEvalSettings::bm25, "--eval-bm25",
+                     "With --eval: also rank with BM25 (Xapian) for a baseline row in the end-of-run table")
             .in_group(group)
             .free_on_resume());
-  t.add(field("eval_batch_size", &TrainConfig::eval_batch_size, "--eval-batch-size", "Encoding batch of the evaluation")
+  t.add(nested_field("eval_batch_size", &TrainConfig::eval, &TrainEvalSettings::batch_size, "--eval-batch-size",
+                     "Encoding batch of the evaluation")
             .in_group(group)
             .per_rank()
             .free_on_resume()
             .checked(positive()));
 }
 
-// The queries one loss term compares: the batch, or accumulate's sub-batch (each its own loss).
-int64_t queries_per_loss(const TrainConfig& c) {
-  return c.mode == TrainMode::Accumulate ? std::min(c.batch_size, c.sub_batch_size) : c.batch_size;
-}
-
-// The flag that makes a loss term hold one query when queries_per_loss is 1.
-std::string one_query_flag(const TrainConfig& c) {
-  return c.mode == TrainMode::Accumulate && c.sub_batch_size < c.batch_size ? "--sub-batch-size" : "--batch-size";
-}
-
 // Checks of settings together; each message names the flags.
 void add_cross_checks(Table& t) {
   t.add_check([](const TrainConfig& c) {
-    return !c.chunk_size_auto || c.chunk_memory > 0
-               ? ""
-               : "--chunk-size auto needs --chunk-memory (the bytes one chunk's forward and backward may use)";
-  });
-  // The default is 0: a positive value was set, and would size nothing.
-  t.add_check([](const TrainConfig& c) {
-    return c.chunk_size_auto || c.chunk_memory == 0
-               ? ""
-               : "--chunk-memory is used only with --chunk-size auto; add --chunk-size auto or drop --chunk-memory";
-  });
-  // One query and no hard negatives: its softmax has one entry, its own positive, so the loss
-  // is log 1 = 0 with zero gradient whatever the model. (With hard negatives it is a loss:
-  // setting_warnings says what it lacks.)
-  t.add_check([](const TrainConfig& c) {
-    if (queries_per_loss(c) > 1 || c.negatives > 0) return std::string();
-    const auto flag = one_query_flag(c);
-    return flag + " 1 without --negatives: each query is compared with its own positive only, so the loss is 0 "
-                  "whatever the model and nothing is learned; use a larger " + flag +
-           ", or hard negatives from the training file with --negatives k";
+    return c.training.epochs > 0 || c.training.steps > 0 ? "" : "--epochs or --steps must be positive";
   });
   t.add_check([](const TrainConfig& c) {
-    return c.epochs > 0 || c.steps > 0 ? "" : "--epochs or --steps must be positive";
-  });
-  t.add_check([](const TrainConfig& c) {
-    return c.dim % c.heads == 0 ? std::string()
-                                : "--dim must be a multiple of --heads (" + std::to_string(c.dim) + " and " +
-                                      std::to_string(c.heads) + ")";
-  });
-  t.add_check([](const TrainConfig& c) {
-    const auto device_type = c.device.rfind("cuda", 0) == 0 ? c10::kCUDA : c10::kCPU;
-    return c.precision != Precision::fp16 || gradcache::autocast_supported(gradcache::Precision::fp16, device_type)
+    return c.encoder.dim % c.encoder.heads == 0
                ? std::string()
-               : "--precision fp16 on " + c.device +
+               : "--dim must be a multiple of --heads (" + std::to_string(c.encoder.dim) + " and " +
+                     std::to_string(c.encoder.heads) + ")";
+  });
+  t.add_check([](const TrainConfig& c) {
+    const auto device_type = c.machine.device.rfind("cuda", 0) == 0 ? c10::kCUDA : c10::kCPU;
+    return c.machine.precision != Precision::fp16 ||
+                   gradcache::autocast_supported(gradcache::Precision::fp16, device_type)
+               ? std::string()
+               : "--precision fp16 on " + c.machine.device +
                      " needs LibTorch 2.4 or later (CPU autocast supports only bf16 before); use --precision bf16 "
                      "on CPU, or fp16 with --device cuda";
   });
   t.add_check([](const TrainConfig& c) {
-    const int eval_files = !c.eval_corpus.empty() + !c.eval_queries.empty() + !c.eval_qrels.empty();
+    const int eval_files = !c.data.eval_corpus.empty() + !c.data.eval_queries.empty() + !c.data.eval_qrels.empty();
     return eval_files == 0 || eval_files == 3 ? "" : "--eval-corpus, --eval-queries and --eval-qrels go together";
   });
 }
@@ -338,12 +266,6 @@ Table make_train_settings() {
 }
 
 }  // namespace
-
-const ChoiceNames<TrainMode>& train_mode_names() {
-  static const ChoiceNames<TrainMode> names{
-      {TrainMode::Cache, "cache"}, {TrainMode::Full, "full"}, {TrainMode::Accumulate, "accumulate"}};
-  return names;
-}
 
 const ChoiceNames<LossKind>& loss_names() {
   static const ChoiceNames<LossKind> names{{LossKind::InfoNce, "infonce"},
@@ -369,7 +291,6 @@ const ChoiceNames<OnBadLine>& on_bad_line_names() {
   return names;
 }
 
-std::string to_string(TrainMode mode) { return choice_name(train_mode_names(), mode); }
 std::string to_string(LossKind loss) { return choice_name(loss_names(), loss); }
 bool is_symmetric(LossKind loss) { return loss == LossKind::Symmetric || loss == LossKind::StreamingSymmetric; }
 bool is_streaming(LossKind loss) { return loss == LossKind::Streaming || loss == LossKind::StreamingSymmetric; }
@@ -382,17 +303,17 @@ const SettingsTable<TrainConfig>& train_settings() {
 TrainConfig quick_defaults() {
   TrainConfig c;
   c.quick = true;
-  c.vocab_size = 1000;
-  c.dim = 64;
-  c.layers = 1;
-  c.heads = 2;
-  c.ffn_dim = 128;
-  c.batch_size = 256;
-  c.chunk_size = 32;
-  c.sub_batch_size = 32;  // as chunk_size: equal memory per forward
-  c.steps = 30;
-  c.lr = 3e-3;
-  c.log_every = 5;
+  c.tokenizer.vocab_size = 1000;
+  c.encoder.dim = 64;
+  c.encoder.layers = 1;
+  c.encoder.heads = 2;
+  c.encoder.ffn_dim = 128;
+  c.batching.batch_size = 256;
+  c.batching.chunk_size = 32;
+  c.batching.sub_batch_size = 32;  // as chunk_size: equal memory per forward
+  c.training.steps = 30;
+  c.training.lr = 3e-3;
+  c.output.log_every = 5;
   return c;
 }
 
@@ -430,9 +351,12 @@ TrainConfig read_saved_config(const nlohmann::json& j, std::vector<std::string>*
   // Before sub_batch_size, accumulate's sub-batches were chunk_size queries (and configs were
   // saved with every key, max_steps among them).
   if (j.is_object() && j.contains("max_steps") && !j.contains("sub_batch_size")) {
-    c.sub_batch_size = c.mode == TrainMode::Accumulate ? c.chunk_size : (c.quick ? quick_defaults() : TrainConfig{}).sub_batch_size;
-    if (notices && c.mode == TrainMode::Accumulate) {
-      notices->push_back("sub_batch_size: " + std::to_string(c.sub_batch_size) + " (chunk_size, as earlier versions used)");
+    c.batching.sub_batch_size = c.batching.mode == TrainMode::Accumulate
+                                    ? c.batching.chunk_size
+                                    : (c.quick ? quick_defaults() : TrainConfig{}).batching.sub_batch_size;
+    if (notices && c.batching.mode == TrainMode::Accumulate) {
+      notices->push_back("sub_batch_size: " + std::to_string(c.batching.sub_batch_size) +
+                         " (chunk_size, as earlier versions used)");
     }
   }
   return c;
@@ -446,8 +370,9 @@ void validate(const TrainConfig& c) { train_settings().validate(c); }
 
 std::vector<std::string> setting_warnings(const TrainConfig& c) {
   std::vector<std::string> warnings;
-  if (queries_per_loss(c) == 1 && c.negatives > 0) {
-    warnings.push_back(one_query_flag(c) + " 1: each query is compared with only its " + std::to_string(c.negatives) +
+  if (queries_per_loss(c.batching) == 1 && c.batching.negatives > 0) {
+    warnings.push_back(one_query_flag(c.batching) + " 1: each query is compared with only its " +
+                       std::to_string(c.batching.negatives) +
                        " hard negatives, none of the other queries' passages (no in-batch negatives)");
   }
   return warnings;

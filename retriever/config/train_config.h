@@ -2,7 +2,11 @@
 // setting is declared once, in train_settings() (config/train_config.cpp).
 #pragma once
 
+#include "retriever/config/batching_settings.h"
+#include "retriever/config/matryoshka_settings.h"
+#include "retriever/config/model_selection_settings.h"
 #include "retriever/config/settings_table.h"
+#include "retriever/config/similarity_settings.h"
 #include "retriever/data/text_data.h"
 
 #include <gradcache/precision.h>
@@ -17,12 +21,6 @@
 namespace gradcache {
 namespace retriever {
 
-/// --mode: how a step computes its gradients.
-enum class TrainMode {
-  Cache,       ///< Gradient Cache: the batch's gradients in chunks (GradCache)
-  Full,        ///< the whole batch in one pass
-  Accumulate,  ///< gradient accumulation over sub-batches, each seeing only its own negatives
-};
 /// --loss.
 enum class LossKind {
   InfoNce,             ///< query to passage
@@ -30,40 +28,35 @@ enum class LossKind {
   Streaming,           ///< InfoNCE tile by tile, without the batch x batch matrix
   StreamingSymmetric,  ///< the symmetric loss tile by tile
 };
-/// --similarity: what scores a query against a passage.
-enum class SimilarityKind {
-  Dot,  ///< the encoders' dot product
-  Mlp,  ///< a learned Phi(q, p) trained through the dual cache
-};
-
 /// How settings files and flags name each choice (the settings table parses them once).
-const ChoiceNames<TrainMode>& train_mode_names();
 const ChoiceNames<LossKind>& loss_names();
-const ChoiceNames<SimilarityKind>& similarity_names();
 const ChoiceNames<Precision>& precision_names();
 const ChoiceNames<OnBadLine>& on_bad_line_names();
-std::string to_string(TrainMode mode);
 std::string to_string(LossKind loss);
 /// Whether a --loss also scores passage to query.
 bool is_symmetric(LossKind loss);
 /// Whether a --loss is computed tile by tile.
 bool is_streaming(LossKind loss);
 
-struct TrainConfig {
-  // Data: built-in WordNet reverse dictionary unless train_file is given.
+/// Where the training pairs and the evaluation data come from.
+struct DataSettings {
   std::string train_file;  ///< JSONL (Tevatron layout) or TSV; "" = WordNet
   std::string wordnet_dir = "/usr/share/wordnet";
   std::string eval_corpus, eval_queries, eval_qrels;  ///< evaluation data for user training data
   OnBadLine on_bad_line = OnBadLine::Error;
+};
 
-  // Tokenizer
-  std::string tokenizer;  ///< sentencepiece .model; "" = train one on the training texts
+/// The tokenizer and how many tokens of each side it keeps.
+struct TokenizerSettings {
+  std::string file;  ///< sentencepiece .model (--tokenizer); "" = train one on the training texts
   int64_t vocab_size = 8000;
   int64_t query_max_len = 32;
   int64_t passage_max_len = 32;
+};
 
-  // Model
-  std::string model;  ///< TorchScript encoder file; "" = the built-in Transformer
+/// The encoders: the built-in Transformer's shape, or a TorchScript file.
+struct EncoderSettings {
+  std::string torchscript;  ///< TorchScript encoder file (--model); "" = the built-in Transformer
   int64_t dim = 64;
   int64_t layers = 1;
   int64_t heads = 4;
@@ -72,63 +65,70 @@ struct TrainConfig {
   double dropout = 0.1;
   bool normalize = true;
   bool untie = false;
+  /// The built-in encoder's output width: the projection's, else the model's.
+  int64_t output_dim() const { return projection_dim > 0 ? projection_dim : dim; }
+};
 
-  // Training
-  TrainMode mode = TrainMode::Cache;
-  LossKind loss = LossKind::InfoNce;
-  int64_t tile_size = 1024;      ///< streaming (and sharded) loss: rows and columns of one score tile
-  std::string matryoshka;          ///< prefix widths the loss is summed over, "64,32,16"; "" = off
-  std::string matryoshka_weights;  ///< one weight per prefix, "1,1,1"; "" = 1 each
-  int64_t batch_size = 1024;   ///< the contrastive batch: queries that see each other's passages
-  int64_t chunk_size = 128;    ///< cache: rows per forward pass (the memory knob)
-  int64_t passage_chunk_size = 0;  ///< rows per passage forward pass (0: chunk_size)
-  bool chunk_size_auto = false;    ///< choose both from chunk_memory by measurement (--chunk-size auto)
-  int64_t chunk_memory = 0;        ///< bytes one chunk's forward + backward may use (with chunk_size_auto)
-  int64_t chunk_tokens = 0;        ///< > 0: chunks bounded by tokens (rows x longest) instead of rows
-  int64_t sub_batch_size = 128;    ///< accumulate: queries per sub-batch (as chunk_size: equal memory per forward)
-  bool sort_by_length = true;      ///< order each batch by query length (less padding; not in accumulate)
-  int64_t retain_chunks = 0;       ///< chunks per model kept with their graph (0: none; -1: what retain_memory allows)
-  int64_t retain_memory = 0;       ///< bytes of activations retained chunks may hold (0: no budget)
-  int64_t negatives = 0;       ///< hard negatives per query
+/// The contrastive loss.
+struct LossSettings {
+  LossKind kind = LossKind::InfoNce;
+  double temperature = 0.05;
+  int64_t tile_size = 1024;  ///< streaming (and sharded) loss: rows and columns of one score tile
+};
+
+/// How long and how fast the optimizer goes.
+struct TrainingSettings {
   int64_t epochs = 4;
   int64_t steps = 0;           ///< > 0: stop after this many optimizer steps
   double lr = 3e-3;
   double weight_decay = 0.01;
   double warmup = 0.1;         ///< fraction of the steps with a linear warm-up
   double max_grad_norm = 1.0;  ///< 0: no clipping
-  double temperature = 0.05;
   uint64_t seed = 42;
   bool keep_last = false;      ///< keep the incomplete last batch of each epoch
+};
+
+/// How the run uses the machine.
+struct MachineSettings {
   int64_t threads = 0;         ///< intra-op threads; 0: 1
   int64_t blas_threads = 0;    ///< OpenBLAS threads; 0: 1 (docs/performance.md, "Threads": more only cost CPU here)
   std::string device = "cpu";
   Precision precision = Precision::fp32;  ///< autocast per model call; fp16 with loss scaling
+};
 
-  // Output
-  std::string output = "runs/default";
-  int64_t save_every = 0;  ///< steps between checkpoints; 0: at the end (and on interrupt)
+/// What the run writes, and when.
+struct OutputSettings {
+  std::string dir = "runs/default";  ///< --output
+  int64_t save_every = 0;            ///< steps between checkpoints; 0: at the end (and on interrupt)
   int64_t log_every = 10;
   std::string metrics_out;  ///< JSON lines; default OUTPUT/metrics.jsonl
-  bool eval = true;         ///< evaluate before and after training when there is evaluation data
-  bool eval_baseline = true;  ///< with eval: also evaluate the untrained model before training
-  bool eval_bm25 = true;      ///< with eval: a BM25 baseline row (Xapian) in the end-of-run table
-  int64_t eval_batch_size = 512;
-  bool quick = false;       ///< a tiny run for smoke tests
+};
 
-  // Learned similarity (declared in config/similarity_settings.cpp)
-  SimilarityKind similarity = SimilarityKind::Dot;
-  int64_t phi_hidden = 0;          ///< Phi's hidden width; 0: twice the representation width
-  double phi_dropout = 0.1;        ///< dropout on Phi's hidden layer
-  bool phi_dot = true;             ///< Phi = MLP + q.p / temperature (false: the MLP alone)
-  int64_t phi_tile = 64;           ///< dual cache: queries and passages per tile of Phi's pairs
-  int64_t rerank_k = 100;          ///< evaluation: dense candidates per query re-ranked by Phi
+/// The evaluation before and after training.
+struct TrainEvalSettings {
+  bool enabled = true;       ///< --eval: evaluate before and after training when there is evaluation data
+  bool baseline = true;      ///< also evaluate the untrained model before training
+  bool bm25 = true;          ///< a BM25 baseline row (Xapian) in the end-of-run table
+  int64_t batch_size = 512;  ///< encoding batch
+};
 
-  // Model selection (declared in config/model_selection_settings.cpp)
-  int64_t eval_every = 0;              ///< steps between dev evaluations; 0: none
-  std::string dev_corpus, dev_queries, dev_qrels;  ///< dev files for user data (corpus: eval_corpus if "")
-  double dev_fraction = 0;             ///< > 0: hold out this fraction of the training pairs as dev queries
-  std::string select_metric = "recall@10";  ///< the dev metric best.pt is chosen by
-  int64_t patience = 0;                ///< > 0: stop after this many dev evaluations without improvement
+/// A training run's settings, one struct per concern; each is declared (flags, JSON keys,
+/// checks) in train_settings() or its feature's *_settings.cpp. config.json keeps one flat
+/// object of keys, as earlier versions wrote it.
+struct TrainConfig {
+  DataSettings data;
+  TokenizerSettings tokenizer;
+  EncoderSettings encoder;
+  BatchingSettings batching;      // config/batching_settings.h
+  LossSettings loss;
+  MatryoshkaSettings matryoshka;  // config/matryoshka_settings.h
+  TrainingSettings training;
+  MachineSettings machine;
+  OutputSettings output;
+  TrainEvalSettings eval;
+  SimilaritySettings similarity;  // config/similarity_settings.h
+  SelectionSettings selection;    // config/model_selection_settings.h
+  bool quick = false;             ///< a tiny run for smoke tests
 };
 
 /// The table every setting of TrainConfig is declared in (flags, JSON keys, checks, help).

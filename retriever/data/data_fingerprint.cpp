@@ -38,11 +38,11 @@ std::string describe(const FileFingerprint& f) {
 
 }  // namespace
 
-DataFingerprint fingerprint_training_data(const TrainConfig& config) {
-  if (!config.train_file.empty()) return {fingerprint_file("--train-file", config.train_file)};
+DataFingerprint fingerprint_training_data(const DataSettings& data) {
+  if (!data.train_file.empty()) return {fingerprint_file("--train-file", data.train_file)};
   DataFingerprint fingerprint;
   for (const char* name : {"data.noun", "data.verb", "data.adj", "data.adv"}) {  // what load_wordnet reads
-    const auto path = (std::filesystem::path(config.wordnet_dir) / name).string();
+    const auto path = (std::filesystem::path(data.wordnet_dir) / name).string();
     fingerprint.push_back(fingerprint_file(std::string("WordNet ") + name, path));
   }
   return fingerprint;

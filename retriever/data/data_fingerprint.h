@@ -25,7 +25,7 @@ using DataFingerprint = std::vector<FileFingerprint>;
 /// Size and CRC-32 of every file the training batches come from: --train-file, or else the
 /// WordNet data files in --wordnet-dir. Reads each file once. Throws std::runtime_error naming
 /// a file that cannot be read.
-DataFingerprint fingerprint_training_data(const TrainConfig& config);
+DataFingerprint fingerprint_training_data(const DataSettings& data);
 
 nlohmann::json fingerprint_to_json(const DataFingerprint& fingerprint);
 /// Throws std::exception on JSON that fingerprint_to_json did not write.

@@ -78,10 +78,11 @@ namespace {
 
 // The dev data of --train-file data: the --dev-* files, or pairs held out of `train`.
 EvalData user_dev_data(const TrainConfig& config, std::vector<TrainExample>& train, std::vector<std::string>& notices) {
-  if (config.dev_fraction > 0) return hold_out_dev(train, config.dev_fraction, config.seed, config.train_file);
-  const auto& corpus = config.dev_corpus.empty() ? config.eval_corpus : config.dev_corpus;
-  auto dev = read_eval_files({corpus, config.dev_queries, config.dev_qrels}, config.on_bad_line,
-                             notices);
+  if (config.selection.dev_fraction > 0)
+    return hold_out_dev(train, config.selection.dev_fraction, config.training.seed, config.data.train_file);
+  const auto& corpus = config.selection.dev_corpus.empty() ? config.data.eval_corpus : config.selection.dev_corpus;
+  auto dev = read_eval_files({corpus, config.selection.dev_queries, config.selection.dev_qrels},
+                             config.data.on_bad_line, notices);
   dev.name = "dev " + dev.name;
   return dev;
 }
@@ -98,17 +99,18 @@ EvalData load_wordnet_eval(const std::string& wordnet_dir, const std::string& sp
 
 TaskData load_task(const TrainConfig& config, const std::string& split) {
   TaskData task;
-  const auto on_bad = config.on_bad_line;
-  auto pairs = load_training_pairs(config.train_file, config.wordnet_dir, DataFiles(on_bad, task.notices));
+  const auto on_bad = config.data.on_bad_line;
+  auto pairs = load_training_pairs(config.data.train_file, config.data.wordnet_dir, DataFiles(on_bad, task.notices));
   task.train = std::move(pairs.examples);
   if (pairs.wordnet) {
-    if (config.eval) task.eval = wordnet_split(*pairs.wordnet, split);
-    if (config.eval_every > 0) task.dev = wordnet_split(*pairs.wordnet, "dev");
+    if (config.eval.enabled) task.eval = wordnet_split(*pairs.wordnet, split);
+    if (config.selection.eval_every > 0) task.dev = wordnet_split(*pairs.wordnet, "dev");
   } else {
-    if (config.eval && !config.eval_corpus.empty()) {
-      task.eval = read_eval_files({config.eval_corpus, config.eval_queries, config.eval_qrels}, on_bad, task.notices);
+    if (config.eval.enabled && !config.data.eval_corpus.empty()) {
+      task.eval = read_eval_files({config.data.eval_corpus, config.data.eval_queries, config.data.eval_qrels}, on_bad,
+                                  task.notices);
     }
-    if (config.eval_every > 0) task.dev = user_dev_data(config, task.train, task.notices);
+    if (config.selection.eval_every > 0) task.dev = user_dev_data(config, task.train, task.notices);
   }
   if (config.quick) {
     if (task.train.size() > kQuickTrain) {  // every n-th example: all parts of the data

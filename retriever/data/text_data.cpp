@@ -331,12 +331,6 @@ std::optional<int> parse_int(std::string_view s) {
 DataError::DataError(std::string path, size_t line, const std::string& message)
     : std::runtime_error(location(path, line) + ": " + message), path_(std::move(path)), line_(line) {}
 
-OnBadLine parse_on_bad_line(const std::string& name) {
-  if (name == "error") return OnBadLine::Error;
-  if (name == "skip") return OnBadLine::Skip;
-  throw std::invalid_argument("invalid value " + shown(name) + " for bad-line handling; use 'error' or 'skip'");
-}
-
 std::vector<TrainExample> read_train_examples(const std::string& path, OnBadLine on_bad, ReadStats* stats) {
   const Format format = format_of(path);
   ReadStats local;

@@ -32,12 +32,9 @@ class DataError : public std::runtime_error {
   size_t line_;
 };
 
-/// What a reader does with a bad line: throw a DataError, or count it and go on.
+/// What a reader does with a bad line: throw a DataError, or count it and go on (--on-bad-line
+/// error|skip, parsed by the settings tables: on_bad_line_names() in config/train_config.h).
 enum class OnBadLine { Error, Skip };
-
-/// Parses a command-line value: "error" or "skip". Anything else throws std::invalid_argument
-/// naming the valid values.
-OnBadLine parse_on_bad_line(const std::string& name);
 
 /// What a reader saw: lines read (blank ones included), records kept, lines skipped (with
 /// OnBadLine::Skip), and the first few skip reasons ("PATH:LINE: reason").

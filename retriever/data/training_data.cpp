@@ -42,11 +42,12 @@ TrainingData::TrainingData(const TrainConfig& config, const TokenizerSource& tok
   tokenize_training(task);
   auto tokenize = [&](const EvalData& data) {
     return tokenize_eval_set(data.name, data.corpus, data.queries, data.qrels, *tokenizer_,
-                             static_cast<size_t>(config_.query_max_len), static_cast<size_t>(config_.passage_max_len));
+                             static_cast<size_t>(config_.tokenizer.query_max_len),
+                             static_cast<size_t>(config_.tokenizer.passage_max_len));
   };
   if (task.eval) {
     eval_set_ = tokenize(*task.eval);
-    if (config_.eval_bm25 && share_.rank == 0) eval_texts_ = task.eval;
+    if (config_.eval.bm25 && share_.rank == 0) eval_texts_ = task.eval;
   }
   if (task.dev && share_.rank == 0) dev_set_ = tokenize(*task.dev);
 }
@@ -70,8 +71,8 @@ void TrainingData::load_tokenizer(const TaskData& task, const TokenizerSource& s
     tokenizer_ = Tokenizer::from_serialized(*source.saved);
     return;
   }
-  if (!config_.tokenizer.empty()) {
-    tokenizer_ = Tokenizer::load(config_.tokenizer);
+  if (!config_.tokenizer.file.empty()) {
+    tokenizer_ = Tokenizer::load(config_.tokenizer.file);
     return;
   }
   if (share_.rank != 0) {  // rank 0 trains it (deterministic, but once is enough) and sends it
@@ -85,13 +86,13 @@ void TrainingData::load_tokenizer(const TaskData& task, const TokenizerSource& s
     texts.insert(texts.end(), ex.negatives.begin(), ex.negatives.end());
   }
   TokenizerTrainOptions options;
-  options.vocab_size = static_cast<int>(config_.vocab_size);
+  options.vocab_size = static_cast<int>(config_.tokenizer.vocab_size);
   options.fit_vocab_size = true;
   const auto start = std::chrono::steady_clock::now();
   tokenizer_ = Tokenizer::train(texts, options, source.trained_path);
-  if (tokenizer_->vocab_size() < config_.vocab_size) {
+  if (tokenizer_->vocab_size() < config_.tokenizer.vocab_size) {
     const std::string pieces = std::to_string(tokenizer_->vocab_size());
-    log("note: --vocab-size " + std::to_string(config_.vocab_size) +
+    log("note: --vocab-size " + std::to_string(config_.tokenizer.vocab_size) +
         " is more than the training texts support; the tokenizer has the most they do, " + pieces +
         " pieces (pass --vocab-size " + pieces + " or less to silence this, or train on more text)");
   }
@@ -106,36 +107,39 @@ void TrainingData::tokenize_training(const TaskData& task) {
   std::unordered_map<std::string, int64_t> passage_row;
   auto passage = [&](const std::string& text) {
     auto [it, inserted] = passage_row.emplace(text, static_cast<int64_t>(passage_tokens_.size()));
-    if (inserted) passage_tokens_.push_back(tokenizer_->encode(text, static_cast<size_t>(config_.passage_max_len)));
+    if (inserted)
+      passage_tokens_.push_back(tokenizer_->encode(text, static_cast<size_t>(config_.tokenizer.passage_max_len)));
     return it->second;
   };
   for (size_t i = 0; i < task.train.size(); ++i) {
     const auto& ex = task.train[i];
-    if (config_.negatives > 0 && ex.negatives.empty()) {
-      throw std::invalid_argument("--negatives " + std::to_string(config_.negatives) + ": training example " +
+    if (config_.batching.negatives > 0 && ex.negatives.empty()) {
+      throw std::invalid_argument("--negatives " + std::to_string(config_.batching.negatives) + ": training example " +
                                   std::to_string(i + 1) + " (query \"" + ex.query.substr(0, 60) +
                                   "\") has no negatives; drop --negatives or give every example negatives");
     }
-    query_tokens_.push_back(tokenizer_->encode(ex.query, static_cast<size_t>(config_.query_max_len)));
+    query_tokens_.push_back(tokenizer_->encode(ex.query, static_cast<size_t>(config_.tokenizer.query_max_len)));
     positives_.emplace_back();
     for (const auto& p : ex.positives) positives_.back().push_back(passage(p));
     negatives_.emplace_back();
-    if (config_.negatives > 0) {
+    if (config_.batching.negatives > 0) {
       for (const auto& n : ex.negatives) negatives_.back().push_back(passage(n));
     }
   }
 }
 
 std::vector<int64_t> TrainingData::batch_examples(const std::vector<int64_t>& order, int64_t batch_in_epoch) const {
-  if (batch_in_epoch < 0 || static_cast<uint64_t>(batch_in_epoch) * config_.batch_size >= order.size()) {
-    throw std::out_of_range("batch " + std::to_string(batch_in_epoch + 1) + " of an epoch does not exist: " +
-                            std::to_string(order.size()) + " examples make fewer batches of " +
-                            std::to_string(config_.batch_size));
+  if (batch_in_epoch < 0 || static_cast<uint64_t>(batch_in_epoch) * config_.batching.batch_size >= order.size()) {
+    throw std::out_of_range("batch " + std::to_string(batch_in_epoch + 1) +
+                            " of an epoch does not exist: " + std::to_string(order.size()) +
+                            " examples make fewer batches of " + std::to_string(config_.batching.batch_size));
   }
-  const auto begin = static_cast<size_t>(batch_in_epoch * config_.batch_size);
-  std::vector<int64_t> examples(order.begin() + begin,
-                                order.begin() + std::min(order.size(), begin + static_cast<size_t>(config_.batch_size)));
-  if (config_.sort_by_length && config_.mode != TrainMode::Accumulate) examples = sorted_by_length(query_tokens_, examples);
+  const auto begin = static_cast<size_t>(batch_in_epoch * config_.batching.batch_size);
+  std::vector<int64_t> examples(
+      order.begin() + begin,
+      order.begin() + std::min(order.size(), begin + static_cast<size_t>(config_.batching.batch_size)));
+  if (config_.batching.sort_by_length && config_.batching.mode != TrainMode::Accumulate)
+    examples = sorted_by_length(query_tokens_, examples);
   if (share_.world == 1) return examples;
   const size_t n = examples.size();
   return std::vector<int64_t>(examples.begin() + n * share_.rank / share_.world,
@@ -154,12 +158,13 @@ TokenBatch TrainingData::passages_of(const std::vector<int64_t>& examples, int64
                                      const c10::Device& device) const {
   std::vector<int64_t> rows;
   for (auto e : examples) {
-    std::mt19937_64 rng(mix_seed(config_.seed ^ mix_seed((static_cast<uint64_t>(epoch) << 32) ^ static_cast<uint64_t>(e))));
+    std::mt19937_64 rng(
+        mix_seed(config_.training.seed ^ mix_seed((static_cast<uint64_t>(epoch) << 32) ^ static_cast<uint64_t>(e))));
     const auto& pos = positives_[e];
     rows.push_back(pos[rng() % pos.size()]);
     auto negs = negatives_[e];
-    for (int64_t k = 0; k < config_.negatives; ++k) {
-      if (static_cast<int64_t>(negs.size()) >= config_.negatives) {  // without replacement
+    for (int64_t k = 0; k < config_.batching.negatives; ++k) {
+      if (static_cast<int64_t>(negs.size()) >= config_.batching.negatives) {  // without replacement
         std::swap(negs[k], negs[k + rng() % (negs.size() - k)]);
         rows.push_back(negs[k]);
       } else {  // too few: with replacement, as Tevatron does

@@ -35,7 +35,7 @@ struct BatchShare {
 
 class TrainingData {
  public:
-  /// Where the tokenizer comes from: `saved` (a resumed run's), config.tokenizer, or trained
+  /// Where the tokenizer comes from: `saved` (a resumed run's), config.tokenizer.file, or trained
   /// on the training texts and written to `trained_path`. In a group, rank 0 trains it and
   /// the others load it after `group`'s barrier.
   struct TokenizerSource {

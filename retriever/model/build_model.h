@@ -11,7 +11,7 @@
 namespace gradcache {
 namespace retriever {
 
-/// The model a config describes: the built-in Transformer (vocabulary config.vocab_size), or
+/// The model a config describes: the built-in Transformer (vocabulary config.tokenizer.vocab_size), or
 /// the given serialized TorchScript encoders, and Phi with --similarity mlp. Freshly
 /// initialised from the current generator.
 BiEncoder build_model(const TrainConfig& config, const std::vector<std::string>& torchscript = {});

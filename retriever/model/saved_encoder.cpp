@@ -22,8 +22,12 @@ TextEncoder load_run_encoder(const std::string& run) {
   nlohmann::json source = {{"checkpoint", fs::absolute(path).lexically_normal().string()},
                            {"step", info.progress.step},
                            {"encoder", builtin ? "builtin" : "torchscript"}};
-  return TextEncoder{std::move(model), Tokenizer::from_serialized(info.tokenizer), info.config.query_max_len,
-                     info.config.passage_max_len, builtin && info.config.normalize, std::move(source)};
+  return TextEncoder{std::move(model),
+                     Tokenizer::from_serialized(info.tokenizer),
+                     info.config.tokenizer.query_max_len,
+                     info.config.tokenizer.passage_max_len,
+                     builtin && info.config.encoder.normalize,
+                     std::move(source)};
 }
 
 TextEncoder load_exported_encoder(const std::string& dir, const std::string& side) {

@@ -126,8 +126,8 @@ nlohmann::json export_run(const ExportSettings& s) {
   const auto& config = info.config;
   const auto scripts = model.torchscript_bytes();  // a TorchScript run's modules, with the trained weights
   const int64_t vocab = scripts.empty() ? model.builtin_encoders()[0]->options().vocab_size() : tokenizer.vocab_size();
-  const auto probe = probe_batch(vocab, std::min(config.query_max_len, config.passage_max_len));
-  const bool builtin = scripts.empty(), normalize = builtin && config.normalize;
+  const auto probe = probe_batch(vocab, std::min(config.tokenizer.query_max_len, config.tokenizer.passage_max_len));
+  const bool builtin = scripts.empty(), normalize = builtin && config.encoder.normalize;
   nlohmann::json models = nlohmann::json::object();
   int64_t dim = 0;
   for (const std::string side : {"query", "passage"}) {
@@ -150,18 +150,20 @@ nlohmann::json export_run(const ExportSettings& s) {
       {"version", 1},
       {"models", models},
       {"tokenizer", "tokenizer.model"},
-      {"query_max_len", config.query_max_len},
-      {"passage_max_len", config.passage_max_len},
+      {"query_max_len", config.tokenizer.query_max_len},
+      {"passage_max_len", config.tokenizer.passage_max_len},
       {"dim", dim},
       {"normalize", normalize},
       {"prefix_dim", s.dim > 0 ? nlohmann::json(s.dim) : nlohmann::json(nullptr)},
       {"encoder", builtin ? "builtin" : "torchscript"},
       {"tied", model.tied()},
       {"inputs", "forward(input_ids [B, T] int64, attention_mask [B, T] int64: 1 = token, 0 = padding (id 0))"},
-      {"tokenization", "sentencepiece tokenizer.model ids, no BOS/EOS, cut to the side's max_len; a non-empty "
-                       "text without pieces is [1]"},
-      {"source", {{"checkpoint", std::filesystem::absolute(checkpoint).lexically_normal().string()},
-                  {"step", info.progress.step}}}};
+      {"tokenization",
+       "sentencepiece tokenizer.model ids, no BOS/EOS, cut to the side's max_len; a non-empty "
+       "text without pieces is [1]"},
+      {"source",
+       {{"checkpoint", std::filesystem::absolute(checkpoint).lexically_normal().string()},
+        {"step", info.progress.step}}}};
   write_file_atomic(out.path("export.json"), description.dump(2) + "\n");
   out.commit();
   return description;

@@ -14,10 +14,11 @@ namespace {
 
 // Refuses a resume whose settings would compute something else than the original run.
 void check_resume_compatible(const TrainConfig& saved, TrainConfig requested, const std::string& path) {
-  if (requested.model.empty()) requested.vocab_size = saved.vocab_size;  // set by the tokenizer, not by the user
-  if (requested.chunk_size_auto && saved.chunk_size_auto) {  // chosen by measurement in the first run
-    requested.chunk_size = saved.chunk_size;
-    requested.passage_chunk_size = saved.passage_chunk_size;
+  if (requested.encoder.torchscript.empty())
+    requested.tokenizer.vocab_size = saved.tokenizer.vocab_size;               // set by the tokenizer, not by the user
+  if (requested.batching.chunk_size_auto && saved.batching.chunk_size_auto) {  // chosen by measurement in the first run
+    requested.batching.chunk_size = saved.batching.chunk_size;
+    requested.batching.passage_chunk_size = saved.batching.passage_chunk_size;
   }
   const auto a = resume_invariant(saved), b = resume_invariant(requested);
   std::string differences;
@@ -70,11 +71,11 @@ void check_metrics_path(const std::string& path) {
 }  // namespace
 
 RunDirectory::RunDirectory(const TrainConfig& config, bool writer)
-    : output_(config.output),
-      checkpoint_path_((fs::path(config.output) / "checkpoint.pt").string()),
-      metrics_path_(config.metrics_out.empty() ? (fs::path(config.output) / "metrics.jsonl").string()
-                                               : config.metrics_out),
-      metrics_elsewhere_(!config.metrics_out.empty()),
+    : output_(config.output.dir),
+      checkpoint_path_((fs::path(config.output.dir) / "checkpoint.pt").string()),
+      metrics_path_(config.output.metrics_out.empty() ? (fs::path(config.output.dir) / "metrics.jsonl").string()
+                                                      : config.output.metrics_out),
+      metrics_elsewhere_(!config.output.metrics_out.empty()),
       writer_(writer) {}
 
 void RunDirectory::start(bool overwrite) {

@@ -1,4 +1,4 @@
-// Where a training run keeps its files (config.output): config.json, tokenizer.model,
+// Where a training run keeps its files (config.output.dir): config.json, tokenizer.model,
 // checkpoint.pt, metrics.jsonl and summary.json. Only the writer (rank 0) writes; files are
 // replaced atomically, so none is ever left torn.
 #pragma once

@@ -84,14 +84,14 @@ EvalReport evaluate_checkpoint(const EvalSettings& s, const EvalControl& control
     data = read_eval_files({s.corpus, s.queries, s.qrels}, s.on_bad_line, notices);
     for (const auto& notice : notices) log(notice);
   } else {
-    data = load_wordnet_eval(s.wordnet_dir.empty() ? info.config.wordnet_dir : s.wordnet_dir, s.split, s.quick);
+    data = load_wordnet_eval(s.wordnet_dir.empty() ? info.config.data.wordnet_dir : s.wordnet_dir, s.split, s.quick);
   }
   const c10::Device device(s.device);
   model.to(device);
   const auto tokenizer = Tokenizer::from_serialized(info.tokenizer);
   const auto set = tokenize_eval_set(data.name, data.corpus, data.queries, data.qrels, tokenizer,
-                                     static_cast<size_t>(info.config.query_max_len),
-                                     static_cast<size_t>(info.config.passage_max_len));
+                                     static_cast<size_t>(info.config.tokenizer.query_max_len),
+                                     static_cast<size_t>(info.config.tokenizer.passage_max_len));
   log("encoding " + std::to_string(set.corpus.size()) + " passages and " + std::to_string(set.queries.size()) +
       " queries on " + s.device);
   EvalOptions options;
@@ -110,7 +110,7 @@ EvalReport evaluate_checkpoint(const EvalSettings& s, const EvalControl& control
   options.rerank_k = s.rerank_k;
   report.dense = evaluate_dense(model, set, options);
   report.metrics = report.dense.metrics;
-  const auto prefix_dims = parse_dim_list(info.config.matryoshka, "--matryoshka");
+  const auto prefix_dims = parse_dim_list(info.config.matryoshka.dims, "--matryoshka");
   if (s.dim == 0 && !prefix_dims.empty()) {  // a --matryoshka run: each prefix width too
     report.prefixes = evaluate_prefixes(model, set, options, prefix_dims, normalizes);
   }

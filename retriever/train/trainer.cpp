@@ -30,22 +30,9 @@
 namespace gradcache {
 namespace retriever {
 
-double lr_factor(int64_t step, int64_t total, int64_t warmup_steps) {
-  if (step < warmup_steps) return static_cast<double>(step + 1) / warmup_steps;
-  return static_cast<double>(total - step) / std::max<int64_t>(1, total - warmup_steps);
-}
-
 namespace {
 
 using Clock = std::chrono::steady_clock;
-
-// How the batch goes through the encoders: "chunks of 64", "sub-batches of 64", ...
-std::string describe_passes(const TrainConfig& c) {
-  if (c.mode == TrainMode::Accumulate) return "sub-batches of " + std::to_string(c.sub_batch_size);
-  if (c.mode == TrainMode::Full) return "one pass";
-  return "chunks of " + std::to_string(c.chunk_size) +
-         (c.chunk_tokens > 0 ? " rows or " + std::to_string(c.chunk_tokens) + " tokens" : "");
-}
 
 double seconds_since(Clock::time_point start) {
   return std::chrono::duration<double>(Clock::now() - start).count();
@@ -107,13 +94,13 @@ void Run::set_up_machine() {
     rank_ = group_->rank();
     world_ = group_->world_size();
   }
-  device_ = c10::Device(config_.device);
-  configure_threads(static_cast<int>(config_.threads), static_cast<int>(config_.blas_threads));
-  if ((config_.chunk_memory > 0 || config_.retain_memory > 0) && device_.is_cpu()) {
+  device_ = c10::Device(config_.machine.device);
+  configure_threads(static_cast<int>(config_.machine.threads), static_cast<int>(config_.machine.blas_threads));
+  if ((config_.batching.chunk_memory > 0 || config_.batching.retain_memory > 0) && device_.is_cpu()) {
     CpuMemoryTracker::install();  // the budgets are measured, not guessed
   }
   progress_ = std::make_unique<ProgressReporter>(writer() ? *options_.log : silent_, options_.terminal && writer(),
-                                                 config_.log_every);
+                                                 config_.output.log_every);
 }
 
 void Run::open_directory() {
@@ -128,7 +115,7 @@ void Run::open_directory() {
   progress_state_ = resumed_->progress;
   baseline_ = resumed_->baseline;
   if (!resumed_->selection.is_null()) selection_ = selection_from_json(resumed_->selection);
-  stopped_early_ = patience_exhausted(selection_, config_.patience);
+  stopped_early_ = patience_exhausted(selection_, config_.selection.patience);
 }
 
 void Run::load_data() {
@@ -138,14 +125,14 @@ void Run::load_data() {
   tokenizer.group = group_.get();
   data_ = std::make_unique<TrainingData>(config_, tokenizer, BatchShare{rank_, world_},
                                          [this](const std::string& text) { log(text); });
-  if (config_.model.empty()) config_.vocab_size = data_->tokenizer().vocab_size();
+  if (config_.encoder.torchscript.empty()) config_.tokenizer.vocab_size = data_->tokenizer().vocab_size();
   if (!resumed_) directory_->write("tokenizer.model", data_->tokenizer().serialized());
 }
 
 // A resumed run must read the data the checkpoint was trained on: its position in them (epoch
 // order, batch) means nothing in other data.
 void Run::fingerprint_data() {
-  data_fingerprint_ = fingerprint_training_data(config_);
+  data_fingerprint_ = fingerprint_training_data(config_.data);
   if (!resumed_) return;
   if (resumed_->data) {
     check_same_training_data(*resumed_->data, data_fingerprint_, directory_->checkpoint_path());
@@ -170,8 +157,8 @@ void Run::check_resumed_position() const {
 // --chunk-size auto: the largest chunks whose forward and backward fit --chunk-memory,
 // measured on the first batch, for each side. Chosen once: a resumed run keeps them.
 void Run::choose_chunk_sizes() {
-  if (!config_.chunk_size_auto || resumed_) return;
-  const auto examples = data_->batch_examples(epoch_order(data_->size(), config_.seed, 0), 0);
+  if (!config_.batching.chunk_size_auto || resumed_) return;
+  const auto examples = data_->batch_examples(epoch_order(data_->size(), config_.training.seed, 0), 0);
   GradCacheOptions options;
   options.split_input_fn(split_and_trim).precision(model_->precision());
   // Probe with the longest texts first: chunks are the first rows, and the longest cost most.
@@ -182,29 +169,29 @@ void Run::choose_chunk_sizes() {
   };
   auto& model = model_->model();
   const auto q = find_chunk_size(model.query_model(), longest_first(data_->queries_of(examples, device_)),
-                                 config_.chunk_memory, options);
+                                 config_.batching.chunk_memory, options);
   const auto p = find_chunk_size(model.passage_model(), longest_first(data_->passages_of(examples, 0, device_)),
-                                 config_.chunk_memory, options);
-  config_.chunk_size = q.chunk_size;
-  config_.passage_chunk_size = p.chunk_size;
-  log("chunk size auto (budget " + std::to_string(config_.chunk_memory >> 20) + " MiB): " +
-      std::to_string(q.chunk_size) + " queries (measured peak " + std::to_string(q.measured_peak >> 20) + " MiB), " +
-      std::to_string(p.chunk_size) + " passages (" + std::to_string(p.measured_peak >> 20) + " MiB)");
+                                 config_.batching.chunk_memory, options);
+  config_.batching.chunk_size = q.chunk_size;
+  config_.batching.passage_chunk_size = p.chunk_size;
+  log("chunk size auto (budget " + std::to_string(config_.batching.chunk_memory >> 20) +
+      " MiB): " + std::to_string(q.chunk_size) + " queries (measured peak " + std::to_string(q.measured_peak >> 20) +
+      " MiB), " + std::to_string(p.chunk_size) + " passages (" + std::to_string(p.measured_peak >> 20) + " MiB)");
 }
 
 // The step layer does the work of each mode; the trainer only picks its options.
 void Run::build_step() {
-  const bool accumulate = config_.mode == TrainMode::Accumulate;
+  const auto& b = config_.batching;
+  // sub-batches pair queries with their passages: cut by rows, never by tokens
+  const bool by_tokens = b.chunk_tokens > 0 && b.mode != TrainMode::Accumulate;
   auto options = StepOptions()
-                     .mode(config_.mode)
-                     .chunk_size(config_.chunk_size)
-                     .passage_chunk_size(config_.passage_chunk_size)
-                     .sub_batch_size(config_.sub_batch_size)
-                     // sub-batches pair queries with their passages: cut by rows, never by tokens
-                     .split_input_fn(config_.chunk_tokens > 0 && !accumulate ? split_by_tokens(config_.chunk_tokens)
-                                                                             : split_and_trim)
-                     .retain_chunks(config_.retain_chunks)
-                     .retain_memory(config_.retain_memory)
+                     .mode(b.mode)
+                     .chunk_size(b.chunk_size)
+                     .passage_chunk_size(b.passage_chunk_size)
+                     .sub_batch_size(b.sub_batch_size)
+                     .split_input_fn(by_tokens ? split_by_tokens(b.chunk_tokens) : split_and_trim)
+                     .retain_chunks(b.retain_chunks)
+                     .retain_memory(b.retain_memory)
                      .precision(model_->precision())
                      .scaler(model_->scaler())
                      .group(group_)
@@ -218,22 +205,23 @@ void Run::build_step() {
 int64_t Run::count_steps() const {
   const auto n = static_cast<int64_t>(data_->size());
   if (steps_per_epoch_ == 0) {
-    throw std::invalid_argument("--batch-size " + std::to_string(config_.batch_size) + " is larger than the " +
+    throw std::invalid_argument("--batch-size " + std::to_string(config_.batching.batch_size) + " is larger than the " +
                                 std::to_string(n) + " training examples; lower it or pass --keep-last");
   }
-  return config_.steps > 0 ? config_.steps : config_.epochs * steps_per_epoch_;
+  return config_.training.steps > 0 ? config_.training.steps : config_.training.epochs * steps_per_epoch_;
 }
 
 double Run::train_step(const TokenBatch& queries, const TokenBatch& passages, int64_t step) {
   const int64_t total = result_.total_steps;
-  model_->prepare_step(config_.lr * lr_factor(step, total, static_cast<int64_t>(config_.warmup * total)));
+  const auto& t = config_.training;
+  model_->prepare_step(t.lr * lr_factor(step, total, static_cast<int64_t>(t.warmup * total)));
   const double loss = step_->run(queries, passages);
   if (!std::isfinite(loss)) {
     log("step " + std::to_string(step + 1) + ": the loss is " + std::to_string(loss) + "; the update is skipped");
     model_->optimizer().zero_grad();
     return loss;
   }
-  if (model_->update(config_.max_grad_norm) == UpdateOutcome::skipped_overflow) {
+  if (model_->update(config_.training.max_grad_norm) == UpdateOutcome::skipped_overflow) {
     log("step " + std::to_string(step + 1) + ": inf/NaN gradients (fp16 overflow); the update is skipped and "
         "the loss scale lowered to " + std::to_string(model_->scaler()->get_scale()));
   }
@@ -254,7 +242,7 @@ void Run::record_step(double loss, size_t pairs, double step_seconds, int64_t fi
   record.elapsed_s = seconds_since(loop_start);
   record.first_step = first_step;
   progress_->update(record);
-  if (progress_state_.step % config_.log_every == 0 || progress_state_.step == result_.total_steps) {
+  if (progress_state_.step % config_.output.log_every == 0 || progress_state_.step == result_.total_steps) {
     directory_->append_metrics(record);
   }
 }
@@ -271,7 +259,7 @@ void Run::train_loop() {
       break;
     }
     if (order_epoch != progress_state_.epoch) {  // a permutation per epoch, the same on resume
-      order = epoch_order(data_->size(), config_.seed, progress_state_.epoch);
+      order = epoch_order(data_->size(), config_.training.seed, progress_state_.epoch);
       order_epoch = progress_state_.epoch;
     }
     const auto examples = data_->batch_examples(order, progress_state_.batch_in_epoch);
@@ -285,11 +273,11 @@ void Run::train_loop() {
       progress_state_.batch_in_epoch = 0;
     }
     record_step(loss, examples.size(), step_seconds, first_step, loop_start);
-    if (config_.eval_every > 0 &&
-        (progress_state_.step % config_.eval_every == 0 || progress_state_.step == result_.total_steps)) {
+    if (config_.selection.eval_every > 0 &&
+        (progress_state_.step % config_.selection.eval_every == 0 || progress_state_.step == result_.total_steps)) {
       select_on_dev();
     }
-    if (config_.save_every > 0 && progress_state_.step % config_.save_every == 0) save();
+    if (config_.output.save_every > 0 && progress_state_.step % config_.output.save_every == 0) save();
   }
   progress_->finish();
 }
@@ -301,7 +289,7 @@ void Run::save(const std::string& name) {
   info.progress = progress_state_;
   info.baseline = baseline_;
   info.data = data_fingerprint_;
-  if (config_.eval_every > 0) info.selection = to_json(selection_);
+  if (config_.selection.eval_every > 0) info.selection = to_json(selection_);
   auto generators = capture_generators(device_);
   if (group_) {  // every rank's generators, so that each resumes its own dropout stream
     generators.cpu = group_->all_gather_rows(generators.cpu);
@@ -321,17 +309,17 @@ void Run::select_on_dev() {
   bool improved = false, stop = false;
   if (writer()) {
     EvalOptions options;
-    options.batch_size = config_.eval_batch_size;
+    options.batch_size = config_.eval.batch_size;
     options.device = device_;
     std::string line;
     const auto metrics =
         evaluate_and_describe(model_->model(), *data_->dev_set(), options, "step " + std::to_string(step), line);
     directory_->append_dev_metrics(step, to_json(metrics));
-    improved = record_evaluation(selection_, metric_value(metrics, config_.select_metric), step);
-    stop = patience_exhausted(selection_, config_.patience);
-    log(line + (improved ? "; best so far, saved to best.pt" : "; best " + config_.select_metric + " " +
-                                                                   std::to_string(selection_.best_value) +
-                                                                   " at step " + std::to_string(selection_.best_step)));
+    improved = record_evaluation(selection_, metric_value(metrics, config_.selection.metric), step);
+    stop = patience_exhausted(selection_, config_.selection.patience);
+    log(line + (improved ? "; best so far, saved to best.pt"
+                         : "; best " + config_.selection.metric + " " + std::to_string(selection_.best_value) +
+                               " at step " + std::to_string(selection_.best_step)));
   }
   if (group_) {
     improved = distributed::any_rank(*group_)(improved);
@@ -340,17 +328,18 @@ void Run::select_on_dev() {
   if (improved) save("best.pt");
   if (!stop) return;
   stopped_early_ = true;
-  log("early stop at step " + std::to_string(step) + ": dev " + config_.select_metric + " has not improved for " +
-      std::to_string(config_.patience) + " evaluations (--patience); best " + std::to_string(selection_.best_value) +
-      " at step " + std::to_string(selection_.best_step) + ", in " + directory_->path("best.pt"));
+  log("early stop at step " + std::to_string(step) + ": dev " + config_.selection.metric + " has not improved for " +
+      std::to_string(config_.selection.patience) + " evaluations (--patience); best " +
+      std::to_string(selection_.best_value) + " at step " + std::to_string(selection_.best_step) + ", in " +
+      directory_->path("best.pt"));
 }
 
 // A notice, never an error: the run's results are in its other files.
 void Run::write_curves() {
   if (!writer()) return;
   try {
-    plot_training_curves({{run_name(config_.output), directory_->metrics_path()}}, directory_->path("curves.png"),
-                         config_.select_metric);
+    plot_training_curves({{run_name(config_.output.dir), directory_->metrics_path()}}, directory_->path("curves.png"),
+                         config_.selection.metric);
   } catch (const std::exception& e) {
     log("notice: no curves.png: " + std::string(e.what()));
   }
@@ -368,9 +357,9 @@ bool Run::stop_requested() const {
 std::optional<RetrievalMetrics> Run::evaluate_now(const char* what, std::optional<RetrievalMetrics>* reranked) {
   if (!data_->eval_set() || !writer()) return std::nullopt;
   EvalOptions options;
-  options.batch_size = config_.eval_batch_size;
+  options.batch_size = config_.eval.batch_size;
   options.device = device_;
-  options.rerank_k = config_.rerank_k;
+  options.rerank_k = config_.similarity.rerank_k;
   std::string line;
   auto metrics = evaluate_and_describe(model_->model(), *data_->eval_set(), options, what, line, reranked);
   log(line);
@@ -380,14 +369,14 @@ std::optional<RetrievalMetrics> Run::evaluate_now(const char* what, std::optiona
 nlohmann::json Run::selection_summary() const {
   auto j = to_json(selection_);
   j["checkpoint"] = selection_.best_step > 0 ? nlohmann::json(directory_->path("best.pt")) : nlohmann::json(nullptr);
-  j["patience"] = config_.patience;
+  j["patience"] = config_.selection.patience;
   return j;
 }
 
 // The BM25 baseline, once per run, beside the trained model's evaluation.
 std::optional<RetrievalMetrics> Run::evaluate_bm25_now() {
   const auto& texts = data_->eval_texts();
-  if (!texts || !data_->eval_set() || !writer() || !config_.eval_bm25) return std::nullopt;
+  if (!texts || !data_->eval_set() || !writer() || !config_.eval.bm25) return std::nullopt;
   const auto start = Clock::now();
   const auto bm25 = evaluate_bm25(texts->corpus, texts->queries, *data_->eval_set(), Bm25Options{}, 100,
                                   [this](const std::string& line) { log(line); });
@@ -400,11 +389,11 @@ std::optional<RetrievalMetrics> Run::evaluate_bm25_now() {
 
 // After training: the model's metrics, and with --matryoshka each prefix width's (one encoding).
 std::optional<RetrievalMetrics> Run::evaluate_trained() {
-  auto dims = parse_dim_list(config_.matryoshka, "--matryoshka");
+  auto dims = parse_dim_list(config_.matryoshka.dims, "--matryoshka");
   if (dims.empty()) return evaluate_now("trained", &result_.trained_reranked);
   if (!data_->eval_set() || !writer()) return std::nullopt;
   EvalOptions options;
-  options.batch_size = config_.eval_batch_size;
+  options.batch_size = config_.eval.batch_size;
   options.device = device_;
   dims.insert(dims.begin(), 0);  // all dimensions: the trained row
   std::vector<std::string> lines;
@@ -416,22 +405,24 @@ std::optional<RetrievalMetrics> Run::evaluate_trained() {
 }
 
 void Run::write_summary() {
-  nlohmann::json summary{{"steps", progress_state_.step},     {"total_steps", result_.total_steps},
-                         {"interrupted", result_.interrupted}, {"final_loss", result_.final_loss},
-                         {"wall_s", result_.wall_seconds},     {"peak_rss_mb", result_.peak_rss_mb},
-                         {"mode", to_string(config_.mode)},    {"precision", to_string(config_.precision)},
-                         {"batch_size", config_.batch_size},   {"chunk_size", config_.chunk_size},
-                         {"eval", result_.eval_name},          {"world_size", world_},
-                         {"untrained", baseline_},
-                         {"stopped_early", stopped_early_},
-                         {"selection", config_.eval_every > 0 ? selection_summary() : nlohmann::json(nullptr)},
+  const auto& c = config_;
+  // clang-format off: two keys a line
+  nlohmann::json summary{{"steps", progress_state_.step},              {"total_steps", result_.total_steps},
+                         {"interrupted", result_.interrupted},          {"final_loss", result_.final_loss},
+                         {"wall_s", result_.wall_seconds},              {"peak_rss_mb", result_.peak_rss_mb},
+                         {"mode", to_string(c.batching.mode)},          {"precision", to_string(c.machine.precision)},
+                         {"batch_size", c.batching.batch_size},         {"chunk_size", c.batching.chunk_size},
+                         {"eval", result_.eval_name},                   {"world_size", world_},
+                         {"untrained", baseline_},                      {"stopped_early", stopped_early_},
+                         {"selection", c.selection.eval_every > 0 ? selection_summary() : nlohmann::json(nullptr)},
                          {"bm25", result_.bm25 ? to_json(*result_.bm25) : nlohmann::json(nullptr)},
                          {"trained", result_.trained ? to_json(*result_.trained) : nlohmann::json(nullptr)},
-                         {"matryoshka", config_.matryoshka.empty() ? nlohmann::json(nullptr)
-                                                                   : to_json(result_.trained_prefixes)}};
+                         {"matryoshka", c.matryoshka.enabled() ? to_json(result_.trained_prefixes)
+                                                               : nlohmann::json(nullptr)}};
+  // clang-format on
   if (result_.trained_reranked) {  // --similarity mlp: the second stage's row
     summary["trained_reranked"] = to_json(*result_.trained_reranked);
-    summary["rerank_k"] = config_.rerank_k;
+    summary["rerank_k"] = config_.similarity.rerank_k;
   }
   directory_->write("summary.json", summary.dump(2) + "\n");
 }
@@ -449,23 +440,24 @@ TrainResult Run::execute() {
                                            TrainingModel::Resume{resumed_ ? &*resumed_ : nullptr,
                                                                  directory_->checkpoint_path()});
   for (const auto& script : model_->model().scripts())
-    check_script_vocabulary(*script, data_->tokenizer().vocab_size(), config_.model,
-                            config_.tokenizer.empty() ? "trained by this run" : config_.tokenizer);
+    check_script_vocabulary(*script, data_->tokenizer().vocab_size(), config_.encoder.torchscript,
+                            config_.tokenizer.file.empty() ? "trained by this run" : config_.tokenizer.file);
   choose_chunk_sizes();
   build_step();
   directory_->write("config.json", nlohmann::json(config_).dump(2) + "\n");
 
   const auto n = static_cast<int64_t>(data_->size());
-  steps_per_epoch_ = config_.keep_last ? (n + config_.batch_size - 1) / config_.batch_size : n / config_.batch_size;
+  const int64_t batch = config_.batching.batch_size;
+  steps_per_epoch_ = config_.training.keep_last ? (n + batch - 1) / batch : n / batch;
   result_.total_steps = count_steps();
   check_resumed_position();
   log("training on " + std::to_string(n) + " examples: " + std::to_string(result_.total_steps) + " steps of " +
-      std::to_string(config_.batch_size) + " pairs, mode " + to_string(config_.mode) + ", " + to_string(config_.precision) + ", " +
-      describe_passes(config_) + "; threads: " + describe_threads() +
+      std::to_string(config_.batching.batch_size) + " pairs, mode " + to_string(config_.batching.mode) + ", " +
+      to_string(config_.machine.precision) + ", " + describe_passes(config_.batching) + "; threads: " + describe_threads() +
       (world_ > 1 ? "; " + std::to_string(world_) + " processes" : ""));
   if (resumed_) {
     log("resuming at step " + std::to_string(progress_state_.step));
-  } else if (config_.eval_baseline) {
+  } else if (config_.eval.baseline) {
     if (auto m = evaluate_now("untrained")) baseline_ = to_json(*m);
   }
 

@@ -16,8 +16,8 @@ namespace gradcache {
 namespace retriever {
 
 struct TrainOptions {
-  bool resume = false;     ///< continue the run in config.output from its checkpoint
-  bool overwrite = false;  ///< start afresh even if config.output holds a run
+  bool resume = false;     ///< continue the run in config.output.dir from its checkpoint
+  bool overwrite = false;  ///< start afresh even if config.output.dir holds a run
   /// Set (to the signal number) from a signal handler: the run saves a checkpoint after the
   /// current step and returns with `interrupted`.
   const std::atomic<int>* stop = nullptr;
@@ -39,7 +39,7 @@ struct TrainResult {
   double final_loss = 0, wall_seconds = 0, peak_rss_mb = 0;
   std::string eval_name;
   std::optional<RetrievalMetrics> untrained, trained;
-  /// --similarity mlp: the trained model's dense top config.rerank_k re-ranked by Phi.
+  /// --similarity mlp: the trained model's dense top config.similarity.rerank_k re-ranked by Phi.
   std::optional<RetrievalMetrics> trained_reranked;
   std::optional<RetrievalMetrics> bm25;  ///< the BM25 baseline of the evaluation set (--eval-bm25)
   std::vector<PrefixMetrics> trained_prefixes;  ///< --matryoshka: the trained model at each prefix width
@@ -49,14 +49,10 @@ struct TrainResult {
 };
 
 /// Runs (or resumes) a training run as `config` says and writes everything under
-/// config.output: config.json, tokenizer.model, checkpoint.pt, metrics.jsonl, summary.json.
+/// config.output.dir: config.json, tokenizer.model, checkpoint.pt, metrics.jsonl, summary.json.
 /// Throws std::exception subclasses with clear messages on bad data or settings; files
 /// already written are never left torn.
 TrainResult train(TrainConfig config, const TrainOptions& options = {});
-
-/// The learning rate factor of step `step` (0-based) of `total`: linear warm-up over the
-/// first `warmup_steps`, then linear decay to zero.
-double lr_factor(int64_t step, int64_t total, int64_t warmup_steps);
 
 }  // namespace retriever
 }  // namespace gradcache

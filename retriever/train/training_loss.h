@@ -13,14 +13,14 @@
 namespace gradcache {
 namespace retriever {
 
-/// The streaming loss's options for `config`: its temperature, direction(s) and --tile. Also
+/// The streaming loss's options for `loss`: its temperature, direction(s) and --tile. Also
 /// what the sharded loss of a multi-process run uses, which is tiled in the same way.
-StreamingLossOptions streaming_loss_options(const TrainConfig& config);
+StreamingLossOptions streaming_loss_options(const LossSettings& loss);
 
 /// The loss of one process: SimpleContrastiveLoss (infonce), SymmetricContrastiveLoss
 /// (symmetric), or StreamingContrastiveLoss (streaming, streaming-symmetric), which computes
 /// the same loss without the batch x batch score matrix.
-Loss make_loss(const TrainConfig& config);
+Loss make_loss(const LossSettings& loss);
 
 /// The prefixes of a run (empty dims when --matryoshka is off).
 MatryoshkaOptions matryoshka_options(const TrainConfig& c);

@@ -38,10 +38,11 @@ int64_t script_output_width(torch::jit::Module& script) {
 // The built-in model's width is checked with the settings; a --model's only by running it, here,
 // so that a prefix too wide is refused before training, naming the flags.
 void check_prefixes_fit(const TrainConfig& config, const BiEncoder& model) {
-  if (config.matryoshka.empty() || !model.is_torchscript()) return;
+  if (config.matryoshka.dims.empty() || !model.is_torchscript()) return;
   const int64_t width = script_output_width(*model.scripts().front());
   const auto refusal = matryoshka_too_wide(
-      config, width, "the width " + std::to_string(width) + " of the embeddings of --model " + config.model);
+      config, width,
+      "the width " + std::to_string(width) + " of the embeddings of --model " + config.encoder.torchscript);
   if (!refusal.empty()) throw std::invalid_argument(refusal);
 }
 
@@ -49,11 +50,11 @@ void check_prefixes_fit(const TrainConfig& config, const BiEncoder& model) {
 
 TrainingModel::TrainingModel(const TrainConfig& config, const c10::Device& device,
                              const distributed::ProcessGroup* group, int rank, const Resume& resume) {
-  torch::manual_seed(config.seed);
+  torch::manual_seed(config.training.seed);
   if (resume.info) {
     model_ = load_model(resume.path, *resume.info);
-  } else if (!config.model.empty()) {
-    model_ = BiEncoder::torchscript(config.model, config.untie);
+  } else if (!config.encoder.torchscript.empty()) {
+    model_ = BiEncoder::torchscript(config.encoder.torchscript, config.encoder.untie);
     check_prefixes_fit(config, *model_);
   } else {
     model_ = build_model(config);
@@ -61,10 +62,10 @@ TrainingModel::TrainingModel(const TrainConfig& config, const c10::Device& devic
   model_->to(device);
   model_->train(true);
   // Every rank starts from the same weights (same seed); dropout then draws per rank.
-  if (group && !resume.info) torch::manual_seed(mix_seed(config.seed ^ mix_seed(static_cast<uint64_t>(rank))));
+  if (group && !resume.info) torch::manual_seed(mix_seed(config.training.seed ^ mix_seed(static_cast<uint64_t>(rank))));
   optimizer_ = std::make_unique<torch::optim::AdamW>(
-      model_->parameters(), torch::optim::AdamWOptions(config.lr).weight_decay(config.weight_decay));
-  precision_ = config.precision;
+      model_->parameters(), torch::optim::AdamWOptions(config.training.lr).weight_decay(config.training.weight_decay));
+  precision_ = config.machine.precision;
   if (precision_ == Precision::fp16) {
     auto options = GradScalerOptions();
     if (group) options.agree_found_inf(distributed::any_rank(*group));  // all ranks skip together
@@ -72,10 +73,10 @@ TrainingModel::TrainingModel(const TrainConfig& config, const c10::Device& devic
   }
   if (resume.info) load_training_state(resume.path, *optimizer_, device, rank, scaler_.get());
 
-  loss_ = make_loss(config);
+  loss_ = make_loss(config.loss);
   if (model_->similarity()) set_up_similarity(config, group);
   if (group && group->world_size() > 1) {  // each rank computes its share: the loss's time and memory / W
-    sharded_loss_ = distributed::ShardedContrastiveLoss(*group, streaming_loss_options(config));
+    sharded_loss_ = distributed::ShardedContrastiveLoss(*group, streaming_loss_options(config.loss));
   }
   // --matryoshka: the same loss summed over the prefixes of the one cached representation.
   loss_ = with_matryoshka(loss_, config);
@@ -88,8 +89,15 @@ void TrainingModel::set_up_similarity(const TrainConfig& config, const distribut
   if (auto conflict = similarity_process_conflict(config, group ? group->world_size() : 1))
     throw std::invalid_argument(*conflict);
   similarity_ = PairScorer(model_->similarity());
-  similarity_options_ =
-      DualCacheOptions().temperature(1.0).symmetric(config.loss == LossKind::Symmetric).tile_size(config.phi_tile);
+  similarity_options_ = DualCacheOptions()
+                            .temperature(1.0)
+                            .symmetric(config.loss.kind == LossKind::Symmetric)
+                            .tile_size(config.similarity.tile);
+}
+
+double lr_factor(int64_t step, int64_t total, int64_t warmup_steps) {
+  if (step < warmup_steps) return static_cast<double>(step + 1) / warmup_steps;
+  return static_cast<double>(total - step) / std::max<int64_t>(1, total - warmup_steps);
 }
 
 void TrainingModel::prepare_step(double lr) {

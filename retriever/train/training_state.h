@@ -24,6 +24,10 @@ class ProcessGroup;
 
 namespace retriever {
 
+/// The learning rate factor of step `step` (0-based) of `total`: linear warm-up over the
+/// first `warmup_steps`, then linear decay to zero.
+double lr_factor(int64_t step, int64_t total, int64_t warmup_steps);
+
 /// How an update ended.
 enum class UpdateOutcome { stepped, skipped_overflow };
 

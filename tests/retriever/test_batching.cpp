@@ -126,12 +126,12 @@ TEST(Batching, TokenBudgetAndRetainedChunksGiveFullBatchGradients) {
 TEST(Checkpoint, LossScalerStateRoundTrip) {
   TempDir dir;
   gr::TrainConfig config;
-  config.vocab_size = 40;
-  config.dim = 16;
-  config.heads = 2;
-  config.layers = 1;
-  config.ffn_dim = 32;
-  config.precision = gradcache::Precision::fp16;
+  config.tokenizer.vocab_size = 40;
+  config.encoder.dim = 16;
+  config.encoder.heads = 2;
+  config.encoder.layers = 1;
+  config.encoder.ffn_dim = 32;
+  config.machine.precision = gradcache::Precision::fp16;
   auto model = gr::build_model(config);
   torch::optim::AdamW optimizer(model.parameters(), torch::optim::AdamWOptions(1e-3));
   gradcache::GradScaler scaler(gradcache::GradScalerOptions().init_scale(1024).growth_interval(5));

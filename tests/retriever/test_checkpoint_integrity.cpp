@@ -35,8 +35,8 @@ WeightBytes largest_weight(const std::string& path) {
 std::string interrupted_run(const TempDir& dir) {
   write_task(dir);
   auto config = tiny_config(dir);
-  config.steps = 4;
-  config.eval = false;
+  config.training.steps = 4;
+  config.eval.enabled = false;
   auto options = quiet();
   options.stop_after_steps = 2;
   gr::train(config, options);
@@ -74,8 +74,8 @@ TEST(CheckpointIntegrity, AFlippedTensorByteIsRefusedByEveryLoader) {
   const auto eval_error = error_of([&] { gr::evaluate_checkpoint(eval_settings(dir)); });
   EXPECT_TRUE(contains(eval_error, expected)) << eval_error;
   auto config = tiny_config(dir);
-  config.steps = 4;
-  config.eval = false;
+  config.training.steps = 4;
+  config.eval.enabled = false;
   auto options = quiet();
   options.resume = true;
   const auto resume_error = error_of([&] { gr::train(config, options); });

@@ -80,18 +80,18 @@ TEST(Export, ReproducesTiedAndUntiedRuns) {
   write_task(dir);
   for (const bool untie : {false, true}) {
     auto config = tiny_config(dir);
-    config.untie = untie;
-    config.projection_dim = untie ? 12 : 0;
-    config.normalize = !untie;
-    config.output = dir / (untie ? "untied" : "tied");
+    config.encoder.untie = untie;
+    config.encoder.projection_dim = untie ? 12 : 0;
+    config.encoder.normalize = !untie;
+    config.output.dir = dir / (untie ? "untied" : "tied");
     gr::train(config, quiet());
     gr::ExportSettings settings;
-    settings.run = config.output;
+    settings.run = config.output.dir;
     settings.output = dir / (untie ? "untied_export" : "tied_export");
     const auto description = gr::export_run(settings);
     EXPECT_EQ(description["tied"], !untie);
     EXPECT_EQ(description["dim"], untie ? 12 : 16);
-    auto run = gr::load_run_encoder(config.output);
+    auto run = gr::load_run_encoder(config.output.dir);
     run.model.train(false);
     const auto corpus = gr::read_collection(dir / "corpus.tsv");
     std::vector<std::vector<int64_t>> tokens;
@@ -215,7 +215,7 @@ TEST(Encode, ShardsEqualOneEncodingAndAStopLeavesNothing) {
   auto config = tiny_config(dir);
   gr::train(config, quiet());
   gr::EncodeSettings settings;
-  settings.run = config.output;
+  settings.run = config.output.dir;
   settings.corpus = dir / "corpus.tsv";
   settings.output = dir / "embeddings";
   settings.shard_size = 10;
@@ -224,7 +224,7 @@ TEST(Encode, ShardsEqualOneEncodingAndAStopLeavesNothing) {
   EXPECT_EQ(report.rows, 96);
   EXPECT_EQ(report.shards, 10);
   const auto read = gr::read_embeddings(settings.output);
-  auto run = gr::load_run_encoder(config.output);
+  auto run = gr::load_run_encoder(config.output.dir);
   run.model.train(false);
   const auto corpus = gr::read_collection(settings.corpus);
   std::vector<std::vector<int64_t>> tokens;

@@ -52,11 +52,11 @@ TEST(MatryoshkaSettings, FlagsAreCheckedWithMessagesNamingThem) {
   EXPECT_TRUE(has(settings_error({{"matryoshka_weights", "1"}}), "only with --matryoshka DIMS"));
   // Saved in config.json and read back.
   gr::TrainConfig c;
-  c.matryoshka = "64,16";
-  c.matryoshka_weights = "1,2";
+  c.matryoshka.dims = "64,16";
+  c.matryoshka.weights = "1,2";
   const nlohmann::json j = c;
   EXPECT_EQ(j.at("matryoshka"), "64,16");
-  EXPECT_EQ(gr::read_saved_config(j).matryoshka_weights, "1,2");
+  EXPECT_EQ(gr::read_saved_config(j).matryoshka.weights, "1,2");
 }
 
 TEST(MatryoshkaSettings, TheLossIsWrappedOnlyWhenAsked) {
@@ -65,14 +65,14 @@ TEST(MatryoshkaSettings, TheLossIsWrappedOnlyWhenAsked) {
   auto q = unit(torch::randn({4, 8}, torch::kFloat64)), p = unit(torch::randn({4, 8}, torch::kFloat64));
   const gradcache::SimpleContrastiveLoss inner;
   gr::TrainConfig c;
-  c.dim = 8;
+  c.encoder.dim = 8;
   EXPECT_NEAR(gr::with_matryoshka(inner, c)({q, p}).item<double>(), inner(q, p).item<double>(), 1e-12);
-  c.matryoshka = "8,4";
-  c.matryoshka_weights = "1,3";
+  c.matryoshka.dims = "8,4";
+  c.matryoshka.weights = "1,3";
   // The built-in encoder normalises (--normalize true): the 4-wide prefixes are re-normalised.
   const double expected = (inner(q, p) + 3 * inner(unit(q.slice(1, 0, 4)), unit(p.slice(1, 0, 4)))).item<double>();
   EXPECT_NEAR(gr::with_matryoshka(inner, c)({q, p}).item<double>(), expected, 1e-12);
-  c.normalize = false;
+  c.encoder.normalize = false;
   EXPECT_FALSE(gr::matryoshka_options(c).normalize_prefixes());
 }
 
@@ -82,8 +82,8 @@ TEST(MatryoshkaTraining, EvaluatesEveryPrefixAndEvalDimAgrees) {
   TempDir dir;
   write_task(dir);
   auto c = tiny_config(dir);
-  c.matryoshka = "16,8,4";
-  c.eval_bm25 = false;
+  c.matryoshka.dims = "16,8,4";
+  c.eval.bm25 = false;
   const auto result = gr::train(c, quiet());
   ASSERT_TRUE(result.trained);
   ASSERT_EQ(result.trained_prefixes.size(), 3u);

@@ -114,19 +114,19 @@ TEST(ModelSelection, KeepsTheBestAndCountsEvaluationsSinceForPatience) {
 TEST(ModelSelection, SettingsSayWhatIsMissingOrWrong) {
   TempDir dir;
   auto config = tiny_config(dir);
-  config.eval_every = 2;
+  config.selection.eval_every = 2;
   EXPECT_NE(error_of([&] { gr::validate(config); }).find("--eval-every needs dev data"), std::string::npos);
-  config.dev_fraction = 1.5;
+  config.selection.dev_fraction = 1.5;
   EXPECT_NE(error_of([&] { gr::validate(config); }).find("--dev-fraction must be in (0, 1)"), std::string::npos);
-  config.dev_fraction = 0.2;
-  config.select_metric = "map@10";
+  config.selection.dev_fraction = 0.2;
+  config.selection.metric = "map@10";
   EXPECT_NE(error_of([&] { gr::validate(config); }).find("--select-metric must be"), std::string::npos);
-  config.select_metric = "ndcg@10";
+  config.selection.metric = "ndcg@10";
   EXPECT_EQ(error_of([&] { gr::validate(config); }), "");
-  config.eval_every = 0;
+  config.selection.eval_every = 0;
   EXPECT_NE(error_of([&] { gr::validate(config); }).find("only with --eval-every"), std::string::npos);
-  config.dev_fraction = 0;
-  config.patience = 3;
+  config.selection.dev_fraction = 0;
+  config.selection.patience = 3;
   EXPECT_NE(error_of([&] { gr::validate(config); }).find("--patience is used only with --eval-every"),
             std::string::npos);
 }
@@ -135,11 +135,11 @@ namespace {
 
 gr::TrainConfig selecting_config(const TempDir& dir, const std::string& output) {
   auto config = tiny_config(dir);
-  config.eval = false;
-  config.eval_every = 2;
-  config.dev_fraction = 0.25;
-  config.steps = 9;  // evaluations at 2, 4, 6, 8 and the last step
-  config.output = dir / output;
+  config.eval.enabled = false;
+  config.selection.eval_every = 2;
+  config.selection.dev_fraction = 0.25;
+  config.training.steps = 9;  // evaluations at 2, 4, 6, 8 and the last step
+  config.output.dir = dir / output;
   return config;
 }
 
@@ -185,9 +185,9 @@ TEST(ModelSelection, PatienceStopsTheRunEarly) {
   TempDir dir;
   write_task(dir);
   auto config = selecting_config(dir, "run");
-  config.steps = 40;
-  config.lr = 1e-12;  // the model does not change: no evaluation improves on the first
-  config.patience = 2;
+  config.training.steps = 40;
+  config.training.lr = 1e-12;  // the model does not change: no evaluation improves on the first
+  config.selection.patience = 2;
   const auto result = gr::train(config, quiet());
   EXPECT_TRUE(result.stopped_early);
   EXPECT_FALSE(result.interrupted);

@@ -12,9 +12,9 @@ namespace {
 
 gr::TrainConfig four_steps(const TempDir& dir) {
   auto config = tiny_config(dir);
-  config.steps = 4;  // 96 pairs in batches of 32: 3 batches per epoch
-  config.eval = false;
-  config.log_every = 1;
+  config.training.steps = 4;  // 96 pairs in batches of 32: 3 batches per epoch
+  config.eval.enabled = false;
+  config.output.log_every = 1;
   return config;
 }
 

@@ -48,12 +48,12 @@ TEST(TrainConfig, TableDeclaresEverySettingOnceWithHelp) {
   }
   // config.json holds every key, and reads back to the same settings.
   gr::TrainConfig c;
-  c.batch_size = 77;
-  c.chunk_memory = 12345;
-  c.mode = gr::TrainMode::Accumulate;
+  c.batching.batch_size = 77;
+  c.batching.chunk_memory = 12345;
+  c.batching.mode = gr::TrainMode::Accumulate;
   const nlohmann::json j = c;
   EXPECT_EQ(j.size(), keys.size());
-  EXPECT_EQ(j.get<gr::TrainConfig>().batch_size, 77);
+  EXPECT_EQ(j.get<gr::TrainConfig>().batching.batch_size, 77);
   EXPECT_EQ(nlohmann::json(j.get<gr::TrainConfig>()), j);
 }
 
@@ -63,16 +63,16 @@ TEST(TrainConfig, TableDeclaresEverySettingOnceWithHelp) {
 TEST(TrainConfig, ChoicesAreParsedOnce) {
   const auto c = gr::build_train_config(nlohmann::json{{"loss", "streaming-symmetric"}, {"on_bad_line", "skip"}},
                                         {{"mode", "accumulate"}, {"precision", "bf16"}, {"similarity", "mlp"}});
-  EXPECT_EQ(c.mode, gr::TrainMode::Accumulate);
-  EXPECT_EQ(c.loss, gr::LossKind::StreamingSymmetric);
-  EXPECT_EQ(c.precision, gradcache::Precision::bf16);
-  EXPECT_EQ(c.similarity, gr::SimilarityKind::Mlp);
-  EXPECT_EQ(c.on_bad_line, gr::OnBadLine::Skip);
+  EXPECT_EQ(c.batching.mode, gr::TrainMode::Accumulate);
+  EXPECT_EQ(c.loss.kind, gr::LossKind::StreamingSymmetric);
+  EXPECT_EQ(c.machine.precision, gradcache::Precision::bf16);
+  EXPECT_EQ(c.similarity.kind, gr::SimilarityKind::Mlp);
+  EXPECT_EQ(c.data.on_bad_line, gr::OnBadLine::Skip);
   const nlohmann::json saved = c;
   EXPECT_EQ(saved.at("mode"), "accumulate");
   EXPECT_EQ(saved.at("loss"), "streaming-symmetric");
   EXPECT_EQ(saved.at("precision"), "bf16");
-  EXPECT_EQ(gr::read_saved_config(saved).loss, gr::LossKind::StreamingSymmetric);
+  EXPECT_EQ(gr::read_saved_config(saved).loss.kind, gr::LossKind::StreamingSymmetric);
   const auto refused = [](const nlohmann::json& file, const gr::GivenSettings& flags) {
     try {
       gr::build_train_config(file, flags);
@@ -90,24 +90,24 @@ TEST(TrainConfig, ChoicesAreParsedOnce) {
 TEST(TrainConfig, FlagsOverrideTheFileWhichOverridesTheDefaults) {
   const auto file = nlohmann::json{{"batch_size", 128}, {"chunk_size", 16}, {"lr", 0.5}};
   const auto c = gr::build_train_config(file, {{"chunk_size", "32"}, {"untie", "true"}, {"retain_memory", "1K"}});
-  EXPECT_EQ(c.batch_size, 128);  // file
-  EXPECT_EQ(c.chunk_size, 32);   // flag over file
-  EXPECT_DOUBLE_EQ(c.lr, 0.5);
-  EXPECT_TRUE(c.untie);
-  EXPECT_EQ(c.retain_memory, 1024);
-  EXPECT_EQ(c.steps, gr::TrainConfig{}.steps);  // default
+  EXPECT_EQ(c.batching.batch_size, 128);  // file
+  EXPECT_EQ(c.batching.chunk_size, 32);   // flag over file
+  EXPECT_DOUBLE_EQ(c.training.lr, 0.5);
+  EXPECT_TRUE(c.encoder.untie);
+  EXPECT_EQ(c.batching.retain_memory, 1024);
+  EXPECT_EQ(c.training.steps, gr::TrainConfig{}.training.steps);  // default
 
   // --quick changes the defaults only.
   const auto q = gr::build_train_config(nlohmann::json{{"batch_size", 64}}, {{"quick", "true"}, {"dim", "32"}});
   EXPECT_TRUE(q.quick);
-  EXPECT_EQ(q.batch_size, 64);
-  EXPECT_EQ(q.dim, 32);
-  EXPECT_EQ(q.steps, gr::quick_defaults().steps);
-  EXPECT_EQ(q.layers, gr::quick_defaults().layers);
+  EXPECT_EQ(q.batching.batch_size, 64);
+  EXPECT_EQ(q.encoder.dim, 32);
+  EXPECT_EQ(q.training.steps, gr::quick_defaults().training.steps);
+  EXPECT_EQ(q.encoder.layers, gr::quick_defaults().encoder.layers);
 
   const auto a = gr::build_train_config(nlohmann::json::object(), {{"chunk_size", "auto"}, {"chunk_memory", "2G"}});
-  EXPECT_TRUE(a.chunk_size_auto);
-  EXPECT_EQ(a.chunk_memory, int64_t{2} << 30);
+  EXPECT_TRUE(a.batching.chunk_size_auto);
+  EXPECT_EQ(a.batching.chunk_memory, int64_t{2} << 30);
   EXPECT_NO_THROW(gr::validate(a));
 }
 
@@ -137,19 +137,19 @@ TEST(TrainConfig, ErrorsNameTheFlagOrKey) {
     }
   }
   gr::TrainConfig infinite;
-  infinite.max_grad_norm = std::numeric_limits<double>::infinity();
+  infinite.training.max_grad_norm = std::numeric_limits<double>::infinity();
   EXPECT_NE(settings_error([&] { gr::validate(infinite); }).find("--max-grad-norm must be finite"), std::string::npos);
   infinite = gr::TrainConfig{};
-  infinite.lr = std::numeric_limits<double>::infinity();
+  infinite.training.lr = std::numeric_limits<double>::infinity();
   EXPECT_NE(settings_error([&] { gr::validate(infinite); }).find("--lr must be finite"), std::string::npos);
   gr::TrainConfig c;
-  c.warmup = 1.5;
+  c.training.warmup = 1.5;
   EXPECT_NE(settings_error([&] { gr::validate(c); }).find("--warmup must be in [0, 1), got 1.5"), std::string::npos);
   c = gr::TrainConfig{};
-  c.chunk_size_auto = true;
+  c.batching.chunk_size_auto = true;
   EXPECT_NE(settings_error([&] { gr::validate(c); }).find("--chunk-size auto needs --chunk-memory"), std::string::npos);
   c = gr::TrainConfig{};
-  c.sub_batch_size = 0;
+  c.batching.sub_batch_size = 0;
   EXPECT_NE(settings_error([&] { gr::validate(c); }).find("--sub-batch-size must be positive, got 0"), std::string::npos);
 }
 
@@ -166,14 +166,14 @@ TEST(TrainConfig, FormerKeysOfSavedConfigsStillLoad) {
   saved["chunk_size"] = 8;
   std::vector<std::string> notices;
   const auto c = gr::read_saved_config(saved, &notices);
-  EXPECT_EQ(c.steps, 12);
-  EXPECT_EQ(c.chunk_memory, 1 << 20);
-  EXPECT_EQ(c.sub_batch_size, 8);
+  EXPECT_EQ(c.training.steps, 12);
+  EXPECT_EQ(c.batching.chunk_memory, 1 << 20);
+  EXPECT_EQ(c.batching.sub_batch_size, 8);
   ASSERT_EQ(notices.size(), 3u);
   EXPECT_NE(notices[0].find("\"max_steps\" is now \"steps\""), std::string::npos);
 
   saved["mode"] = "cache";  // sub_batch_size does not matter: the default
-  EXPECT_EQ(gr::read_saved_config(saved).sub_batch_size, gr::TrainConfig{}.sub_batch_size);
+  EXPECT_EQ(gr::read_saved_config(saved).batching.sub_batch_size, gr::TrainConfig{}.batching.sub_batch_size);
 }
 
 TEST(TrainConfig, ResumeAndDistributedInvariantsComeFromTheTable) {
@@ -194,12 +194,12 @@ TEST(TrainConfig, ResumeAndDistributedInvariantsComeFromTheTable) {
   EXPECT_TRUE(ranks.contains("batch_size"));
 
   gr::TrainConfig saved, requested;
-  saved.batch_size = 16;
-  requested.output = "elsewhere";
-  requested.batch_size = 99;
+  saved.batching.batch_size = 16;
+  requested.output.dir = "elsewhere";
+  requested.batching.batch_size = 99;
   const auto resumed = gr::resumed_config(saved, requested);
-  EXPECT_EQ(resumed.output, "elsewhere");
-  EXPECT_EQ(resumed.batch_size, 16);
+  EXPECT_EQ(resumed.output.dir, "elsewhere");
+  EXPECT_EQ(resumed.batching.batch_size, 16);
 }
 
 TEST(EvalSettings, FlagsAndChecksComeFromTheirTable) {
@@ -241,19 +241,19 @@ TEST(TrainConfig, ChunkMemoryWithoutChunkSizeAutoIsRefused) {
 // whatever the model, and nothing is learned. With hard negatives it is a (weak) loss: a warning.
 TEST(TrainConfig, ALossOverOneQueryNeedsHardNegatives) {
   gr::TrainConfig c;
-  c.batch_size = 1;
+  c.batching.batch_size = 1;
   EXPECT_NE(settings_error([&] { gr::validate(c); }).find("--batch-size 1 without --negatives"), std::string::npos);
   EXPECT_TRUE(gr::setting_warnings(gr::TrainConfig{}).empty());
-  c.negatives = 2;
+  c.batching.negatives = 2;
   EXPECT_NO_THROW(gr::validate(c));
   ASSERT_EQ(gr::setting_warnings(c).size(), 1u);
   EXPECT_NE(gr::setting_warnings(c)[0].find("only its 2 hard negatives"), std::string::npos);
   c = gr::TrainConfig{};  // accumulate: each sub-batch is a loss of its own
-  c.mode = gr::TrainMode::Accumulate;
-  c.sub_batch_size = 1;
+  c.batching.mode = gr::TrainMode::Accumulate;
+  c.batching.sub_batch_size = 1;
   EXPECT_NE(settings_error([&] { gr::validate(c); }).find("--sub-batch-size 1 without --negatives"),
             std::string::npos);
-  c.mode = gr::TrainMode::Cache;  // sub-batches are accumulate's only
+  c.batching.mode = gr::TrainMode::Cache;  // sub-batches are accumulate's only
   EXPECT_NO_THROW(gr::validate(c));
 }
 
@@ -263,18 +263,18 @@ TEST(TrainConfig, DeviceMustExistOnThisMachine) {
   gr::EvalSettings e;
   e.checkpoint = "runs/x";
   for (const std::string device : {"gpu", "cuda:99", "cpu:1:2", ""}) {
-    c.device = e.device = device;
+    c.machine.device = e.device = device;
     EXPECT_NE(settings_error([&] { gr::validate(c); }).find("--device"), std::string::npos) << device;
     EXPECT_NE(settings_error([&] { gr::eval_settings().validate(e); }).find("--device"), std::string::npos) << device;
   }
-  c.device = e.device = "cuda";
+  c.machine.device = e.device = "cuda";
   if (torch::cuda::is_available()) {
     EXPECT_NO_THROW(gr::validate(c));
   } else {
     EXPECT_NE(settings_error([&] { gr::validate(c); }).find("CUDA is not available"), std::string::npos);
     EXPECT_NE(settings_error([&] { gr::eval_settings().validate(e); }).find("use --device cpu"), std::string::npos);
   }
-  c.device = "cpu";
+  c.machine.device = "cpu";
   EXPECT_NO_THROW(gr::validate(c));
 }
 

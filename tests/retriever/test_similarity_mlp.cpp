@@ -222,13 +222,13 @@ namespace {
 
 gr::TrainConfig phi_config() {
   gr::TrainConfig c;
-  c.vocab_size = 40;
-  c.dim = 16;
-  c.heads = 2;
-  c.layers = 1;
-  c.ffn_dim = 32;
-  c.similarity = gr::SimilarityKind::Mlp;
-  c.phi_hidden = 8;
+  c.tokenizer.vocab_size = 40;
+  c.encoder.dim = 16;
+  c.encoder.heads = 2;
+  c.encoder.layers = 1;
+  c.encoder.ffn_dim = 32;
+  c.similarity.kind = gr::SimilarityKind::Mlp;
+  c.similarity.hidden = 8;
   return c;
 }
 
@@ -280,8 +280,8 @@ TEST(SimilarityMlp, CheckpointRoundTripsPhiAndItsOptimizerState) {
 
 TEST(SimilarityMlp, DotCheckpointsHaveNoPhi) {
   auto config = phi_config();
-  config.similarity = gr::SimilarityKind::Dot;
-  config.phi_hidden = 0;
+  config.similarity.kind = gr::SimilarityKind::Dot;
+  config.similarity.hidden = 0;
   const auto model = gr::build_model(config);
   EXPECT_FALSE(model.similarity());
   for (const auto& [name, t] : model.named_state()) EXPECT_EQ(name.find("similarity"), std::string::npos) << name;
@@ -294,14 +294,16 @@ TEST(SimilarityMlp, SettingsRefuseWhatItCannotCombineWith) {
     return error_of([&] { gr::validate(c); });
   };
   EXPECT_EQ(refused([](gr::TrainConfig&) {}), "");
-  EXPECT_NE(refused([](gr::TrainConfig& c) { c.model = "encoder.pt"; }).find("needs the built-in encoder"),
-            std::string::npos);
+  EXPECT_NE(
+      refused([](gr::TrainConfig& c) { c.encoder.torchscript = "encoder.pt"; }).find("needs the built-in encoder"),
+      std::string::npos);
   // (On a LibTorch without fp16 autocast on the CPU, that check speaks first.)
-  EXPECT_NE(refused([](gr::TrainConfig& c) { c.precision = gradcache::Precision::fp16; }).find("fp16"), std::string::npos);
-  EXPECT_NE(refused([](gr::TrainConfig& c) { c.loss = gr::LossKind::Streaming; }).find("streaming"),
+  EXPECT_NE(refused([](gr::TrainConfig& c) { c.machine.precision = gradcache::Precision::fp16; }).find("fp16"),
+            std::string::npos);
+  EXPECT_NE(refused([](gr::TrainConfig& c) { c.loss.kind = gr::LossKind::Streaming; }).find("streaming"),
             std::string::npos);
   EXPECT_NE(refused([](gr::TrainConfig& c) {
-              c.similarity = gr::SimilarityKind::Dot;
+              c.similarity.kind = gr::SimilarityKind::Dot;
             }).find("--phi-hidden is used only with --similarity mlp"),
             std::string::npos);
 }
@@ -313,17 +315,17 @@ TEST(SimilarityMlp, TrainsThroughTheDualCacheAndResumesBitIdentically) {
   TempDir dir;
   write_task(dir);
   auto config = tiny_config(dir);
-  config.similarity = gr::SimilarityKind::Mlp;
-  config.phi_tile = 12;  // tiles smaller than the 32 x 32 score matrix
-  config.output = dir / "straight";
+  config.similarity.kind = gr::SimilarityKind::Mlp;
+  config.similarity.tile = 12;  // tiles smaller than the 32 x 32 score matrix
+  config.output.dir = dir / "straight";
   const auto straight = gr::train(config, quiet());
   ASSERT_TRUE(straight.trained && straight.trained_reranked);
   EXPECT_TRUE(std::isfinite(straight.final_loss));
   const auto summary = nlohmann::json::parse(gr::read_file(dir / "straight/summary.json"));
   EXPECT_TRUE(summary.contains("trained_reranked")) << summary.dump();
 
-  config.output = dir / "interrupted";
-  config.eval = false;
+  config.output.dir = dir / "interrupted";
+  config.eval.enabled = false;
   auto options = quiet();
   options.stop_after_steps = 4;
   EXPECT_TRUE(gr::train(config, options).interrupted);

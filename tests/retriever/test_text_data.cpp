@@ -1,5 +1,6 @@
 // Readers of retrieval data files: UTF-8 checks, training pairs in every format, and every
 // kind of bad line with its PATH:LINE.
+#include "retriever/config/train_config.h"
 #include "tests/retriever/text_test_util.h"
 
 #include <gtest/gtest.h>
@@ -48,17 +49,14 @@ TEST(Utf8, ReportsTheOffsetOfTheFirstBadSequence) {
 
 // ---- small pieces ---------------------------------------------------------------------------------
 
-TEST(TextData, ParseOnBadLine) {
-  EXPECT_EQ(parse_on_bad_line("error"), OnBadLine::Error);
-  EXPECT_EQ(parse_on_bad_line("skip"), OnBadLine::Skip);
+TEST(TextData, OnBadLineChoice) {  // the settings tables parse --on-bad-line with these names
+  EXPECT_EQ(parse_choice(on_bad_line_names(), "error", "--on-bad-line"), OnBadLine::Error);
+  EXPECT_EQ(parse_choice(on_bad_line_names(), "skip", "--on-bad-line"), OnBadLine::Skip);
   try {
-    parse_on_bad_line("ignore");
-    ADD_FAILURE() << "expected std::invalid_argument";
-  } catch (const std::invalid_argument& e) {
-    const std::string message = e.what();
-    EXPECT_NE(message.find("ignore"), std::string::npos) << message;
-    EXPECT_NE(message.find("'error'"), std::string::npos) << message;
-    EXPECT_NE(message.find("'skip'"), std::string::npos) << message;
+    parse_choice(on_bad_line_names(), "ignore", "--on-bad-line");
+    ADD_FAILURE() << "expected SettingsError";
+  } catch (const SettingsError& e) {
+    EXPECT_STREQ(e.what(), "--on-bad-line must be error or skip, got \"ignore\"");
   }
 }
 

@@ -1,6 +1,7 @@
 // Training runs end to end (small, seconds each): files, resume, modes, errors.
 #include "retriever/data/task.h"
 #include "retriever/run/atomic_file.h"
+#include "retriever/train/training_state.h"
 #include "tests/retriever/train_test_util.h"
 
 #include <gradcache/gradcache.h>
@@ -14,7 +15,7 @@ TEST(Trainer, WritesEverythingUnderOutputAndLearns) {
   TempDir dir;
   write_task(dir);
   auto config = tiny_config(dir);
-  config.steps = 30;
+  config.training.steps = 30;
   auto result = gr::train(config, quiet());
   for (const char* f : {"config.json", "tokenizer.model", "checkpoint.pt", "metrics.jsonl", "summary.json"}) {
     EXPECT_TRUE(fs::exists(dir / ("run/" + std::string(f)))) << f;
@@ -38,12 +39,12 @@ TEST(Trainer, ResumedRunEndsBitIdenticalToAnUninterruptedOne) {
     TempDir dir;
     write_task(dir);
     auto config = tiny_config(dir);
-    config.mode = gr::parse_choice(gr::train_mode_names(), mode, "--mode");
-    config.eval = false;
-    config.output = dir / "straight";
+    config.batching.mode = gr::parse_choice(gr::train_mode_names(), mode, "--mode");
+    config.eval.enabled = false;
+    config.output.dir = dir / "straight";
     gr::train(config, quiet());
 
-    config.output = dir / "interrupted";
+    config.output.dir = dir / "interrupted";
     auto options = quiet();
     options.stop_after_steps = 4;  // 3 batches per epoch: stops inside the second epoch
     auto first = gr::train(config, options);
@@ -68,13 +69,13 @@ TEST(Trainer, ModesAgreeWhereTheyShould) {
   std::vector<std::vector<torch::Tensor>> results;
   for (const char* mode : {"full", "cache", "accumulate"}) {
     auto config = tiny_config(dir);
-    config.mode = gr::parse_choice(gr::train_mode_names(), mode, "--mode");
-    config.chunk_size = 64;  // larger than the batch: one chunk
-    config.sub_batch_size = 64;  // and one sub-batch
-    config.sort_by_length = false;  // accumulate never sorts: keep one order for all
-    config.steps = 2;
-    config.eval = false;
-    config.output = dir / mode;
+    config.batching.mode = gr::parse_choice(gr::train_mode_names(), mode, "--mode");
+    config.batching.chunk_size = 64;         // larger than the batch: one chunk
+    config.batching.sub_batch_size = 64;     // and one sub-batch
+    config.batching.sort_by_length = false;  // accumulate never sorts: keep one order for all
+    config.training.steps = 2;
+    config.eval.enabled = false;
+    config.output.dir = dir / mode;
     gr::train(config, quiet());
     results.push_back(weights(dir / (std::string(mode) + "/checkpoint.pt")));
   }
@@ -89,15 +90,15 @@ TEST(Trainer, RefusesToOverwriteARunAndKeepsItIntact) {
   TempDir dir;
   write_task(dir);
   auto config = tiny_config(dir);
-  config.steps = 2;
-  config.eval = false;
+  config.training.steps = 2;
+  config.eval.enabled = false;
   gr::train(config, quiet());
   const auto before = gr::read_file(dir / "run/checkpoint.pt");
   EXPECT_NE(error_of([&] { gr::train(config, quiet()); }).find("already holds a training run"), std::string::npos);
   EXPECT_EQ(gr::read_file(dir / "run/checkpoint.pt"), before);
 
   auto changed = config;
-  changed.batch_size = 16;
+  changed.batching.batch_size = 16;
   auto options = quiet();
   options.resume = true;
   const auto message = error_of([&] { gr::train(changed, options); });
@@ -118,7 +119,7 @@ TEST(Trainer, CorruptCheckpointIsRefusedAndLeftAlone) {
   EXPECT_EQ(gr::read_file(dir / "run/checkpoint.pt"), "this is not a checkpoint");
   EXPECT_NE(error_of([&] { gr::read_checkpoint_info(dir / "missing.pt"); }).find("no checkpoint at"), std::string::npos);
   options.resume = true;
-  config.output = dir / "empty";
+  config.output.dir = dir / "empty";
   EXPECT_NE(error_of([&] { gr::train(config, options); }).find("holds no checkpoint.pt"), std::string::npos);
 }
 
@@ -126,29 +127,29 @@ TEST(Trainer, BadSettingsAndDataAreExplained) {
   TempDir dir;
   write_task(dir);
   auto config = tiny_config(dir);
-  config.chunk_size = 0;
+  config.batching.chunk_size = 0;
   EXPECT_NE(error_of([&] { gr::train(config, quiet()); }).find("--chunk-size must be positive"), std::string::npos);
   config = tiny_config(dir);
-  config.chunk_size = 1000;  // larger than the batch: allowed, one chunk
-  config.steps = 1;
-  config.eval = false;
+  config.batching.chunk_size = 1000;  // larger than the batch: allowed, one chunk
+  config.training.steps = 1;
+  config.eval.enabled = false;
   EXPECT_EQ(gr::train(config, quiet()).progress.step, 1);
 
   write(dir / "bad.tsv", "a query\ta passage\nonly a query\n");
   config = tiny_config(dir);
-  config.train_file = dir / "bad.tsv";
-  config.output = dir / "bad";
+  config.data.train_file = dir / "bad.tsv";
+  config.output.dir = dir / "bad";
   EXPECT_NE(error_of([&] { gr::train(config, quiet()); }).find("bad.tsv:2"), std::string::npos);
-  config.train_file = dir / "missing.tsv";
+  config.data.train_file = dir / "missing.tsv";
   EXPECT_NE(error_of([&] { gr::train(config, quiet()); }).find("missing.tsv"), std::string::npos);
   config = tiny_config(dir);
-  config.batch_size = 500;
-  config.output = dir / "big";
+  config.batching.batch_size = 500;
+  config.output.dir = dir / "big";
   EXPECT_NE(error_of([&] { gr::train(config, quiet()); }).find("larger than the 96 training examples"),
             std::string::npos);
   config = tiny_config(dir);
-  config.negatives = 1;
-  config.output = dir / "negs";
+  config.batching.negatives = 1;
+  config.output.dir = dir / "negs";
   EXPECT_NE(error_of([&] { gr::train(config, quiet()); }).find("has no negatives"), std::string::npos);
 }
 
@@ -158,8 +159,8 @@ TEST(Task, SkippedLinesAreCountedAndNamed) {
   std::string text = gr::read_file(dir / "train.tsv");
   write(dir / "some_bad.tsv", text + "only a query\n\tno query\nanother lone query\n");
   auto config = tiny_config(dir);
-  config.train_file = dir / "some_bad.tsv";
-  config.on_bad_line = gr::OnBadLine::Skip;
+  config.data.train_file = dir / "some_bad.tsv";
+  config.data.on_bad_line = gr::OnBadLine::Skip;
   const auto task = gr::load_task(config);
   EXPECT_EQ(task.train.size(), 96u);
   ASSERT_EQ(task.notices.size(), 1u);
@@ -167,7 +168,7 @@ TEST(Task, SkippedLinesAreCountedAndNamed) {
             std::string::npos)
       << task.notices[0];
   EXPECT_NE(task.notices[0].find("some_bad.tsv:97"), std::string::npos) << task.notices[0];
-  config.train_file = dir / "train.tsv";
+  config.data.train_file = dir / "train.tsv";
   EXPECT_TRUE(gr::load_task(config).notices.empty());
 }
 
@@ -178,14 +179,14 @@ TEST(Task, JudgementsOfUnknownIdsAreNotedAndNoUsableQueryIsRefused) {
   write_task(dir);
   write(dir / "some_unknown.txt", gr::read_file(dir / "qrels.txt") + "q500 0 d1 1\n");
   auto config = tiny_config(dir);
-  config.eval_qrels = dir / "some_unknown.txt";
+  config.data.eval_qrels = dir / "some_unknown.txt";
   const auto task = gr::load_task(config);
   ASSERT_EQ(task.notices.size(), 1u);
   EXPECT_NE(task.notices[0].find("1 of 97 judgements name a query id that is not in"), std::string::npos)
       << task.notices[0];
   write(dir / "none_usable.txt", "x1 0 d1 1\nq2 0 x2 1\n");
-  config.eval_qrels = dir / "none_usable.txt";
-  config.output = dir / "none";
+  config.data.eval_qrels = dir / "none_usable.txt";
+  config.output.dir = dir / "none";
   EXPECT_NE(error_of([&] { gr::train(config, quiet()); }).find("none_usable.txt: no query can be evaluated"),
             std::string::npos);
   EXPECT_FALSE(std::filesystem::exists(dir / "none/tokenizer.model"));
@@ -195,8 +196,8 @@ TEST(Trainer, AFailedOverwriteLeavesTheOldRunAndABadMetricsPathIsRefused) {
   TempDir dir;
   write_task(dir);
   auto config = tiny_config(dir);
-  config.steps = 2;
-  config.eval = false;
+  config.training.steps = 2;
+  config.eval.enabled = false;
   gr::train(config, quiet());
   const std::string metrics = gr::read_file((dir.path / "run" / "metrics.jsonl").string());
   ASSERT_FALSE(metrics.empty());
@@ -204,17 +205,17 @@ TEST(Trainer, AFailedOverwriteLeavesTheOldRunAndABadMetricsPathIsRefused) {
   // --overwrite with a mistyped training file: the old run's metrics stay as they were.
   auto options = quiet();
   options.overwrite = true;
-  config.train_file = dir / "trian.tsv";
+  config.data.train_file = dir / "trian.tsv";
   EXPECT_NE(error_of([&] { gr::train(config, options); }).find("trian.tsv"), std::string::npos);
   EXPECT_EQ(gr::read_file((dir.path / "run" / "metrics.jsonl").string()), metrics);
 
   // --metrics-out in a missing directory, or onto a directory: refused before training.
   config = tiny_config(dir);
-  config.output = dir / "other";
-  config.metrics_out = (dir.path / "no" / "such" / "dir" / "m.jsonl").string();
+  config.output.dir = dir / "other";
+  config.output.metrics_out = (dir.path / "no" / "such" / "dir" / "m.jsonl").string();
   EXPECT_NE(error_of([&] { gr::train(config, quiet()); }).find("--metrics-out"), std::string::npos);
   EXPECT_NE(error_of([&] { gr::train(config, quiet()); }).find("does not exist"), std::string::npos);
-  config.metrics_out = dir.path.string();
+  config.output.metrics_out = dir.path.string();
   EXPECT_NE(error_of([&] { gr::train(config, quiet()); }).find("is a directory"), std::string::npos);
 }
 
@@ -241,16 +242,16 @@ TEST(Trainer, TorchScriptEncoderIsTrainedAndAWrongOneIsRefused) {
   bad.save(dir / "bad.pt");
 
   auto config = tiny_config(dir);
-  config.model = dir / "good.pt";
-  config.steps = 20;
-  config.lr = 0.02;
+  config.encoder.torchscript = dir / "good.pt";
+  config.training.steps = 20;
+  config.training.lr = 0.02;
   auto result = gr::train(config, quiet());
   ASSERT_TRUE(result.trained && result.untrained);
   EXPECT_GT(result.trained->mrr_at_10, result.untrained->mrr_at_10);
 
-  config.model = dir / "bad.pt";
-  config.output = dir / "bad_run";
-  config.eval = false;
+  config.encoder.torchscript = dir / "bad.pt";
+  config.output.dir = dir / "bad_run";
+  config.eval.enabled = false;
   const auto message = error_of([&] { gr::train(config, quiet()); });
   EXPECT_NE(message.find("forward(input_ids, attention_mask)"), std::string::npos) << message;
 }
@@ -267,40 +268,42 @@ TEST(Trainer, AutomaticChunkSizesAreMeasuredOnceAndKeptOnResume) {
   TempDir dir;
   write_task(dir);
   auto config = tiny_config(dir);
-  config.chunk_size_auto = true;
-  config.chunk_memory = int64_t{200} << 10;  // small enough to need several chunks
-  config.retain_memory = int64_t{200} << 10;
-  config.eval = false;
+  config.batching.chunk_size_auto = true;
+  config.batching.chunk_memory = int64_t{200} << 10;  // small enough to need several chunks
+  config.batching.retain_memory = int64_t{200} << 10;
+  config.eval.enabled = false;
   auto options = quiet();
   options.stop_after_steps = 2;
   const auto first = gr::train(config, options);
-  EXPECT_GE(first.config.chunk_size, 4);
-  EXPECT_LT(first.config.chunk_size, 32);
-  EXPECT_EQ(nlohmann::json::parse(gr::read_file(dir / "run/config.json")).at("chunk_size"), first.config.chunk_size);
+  EXPECT_GE(first.config.batching.chunk_size, 4);
+  EXPECT_LT(first.config.batching.chunk_size, 32);
+  EXPECT_EQ(nlohmann::json::parse(gr::read_file(dir / "run/config.json")).at("chunk_size"),
+            first.config.batching.chunk_size);
   options.stop_after_steps = 0;
   options.resume = true;
   const auto second = gr::train(config, options);
   EXPECT_EQ(second.progress.step, 6);
-  EXPECT_EQ(second.config.chunk_size, first.config.chunk_size);
-  EXPECT_EQ(second.config.passage_chunk_size, first.config.passage_chunk_size);
+  EXPECT_EQ(second.config.batching.chunk_size, first.config.batching.chunk_size);
+  EXPECT_EQ(second.config.batching.passage_chunk_size, first.config.batching.passage_chunk_size);
 }
 
 TEST(Trainer, Bf16RunTrainsAndResumesBitIdentically) {
   TempDir dir;
   write_task(dir);
   auto config = tiny_config(dir);
-  config.precision = gradcache::Precision::bf16;
-  config.eval = false;
-  config.output = dir / "straight";
+  config.machine.precision = gradcache::Precision::bf16;
+  config.eval.enabled = false;
+  config.output.dir = dir / "straight";
   auto straight = gr::train(config, quiet());
   EXPECT_TRUE(std::isfinite(straight.final_loss));
   auto summary = nlohmann::json::parse(gr::read_file(dir / "straight/summary.json"));
   EXPECT_EQ(summary.at("precision"), "bf16");
-  EXPECT_EQ(gr::read_checkpoint_info(dir / "straight/checkpoint.pt").config.precision, gradcache::Precision::bf16);
+  EXPECT_EQ(gr::read_checkpoint_info(dir / "straight/checkpoint.pt").config.machine.precision,
+            gradcache::Precision::bf16);
 
   // bf16 computes something else than fp32 (autocast really was on).
-  config.precision = gradcache::Precision::fp32;
-  config.output = dir / "fp32";
+  config.machine.precision = gradcache::Precision::fp32;
+  config.output.dir = dir / "fp32";
   gr::train(config, quiet());
   auto a = weights(dir / "straight/checkpoint.pt"), f = weights(dir / "fp32/checkpoint.pt");
   bool differs = false;
@@ -308,15 +311,15 @@ TEST(Trainer, Bf16RunTrainsAndResumesBitIdentically) {
   EXPECT_TRUE(differs);
 
   // A resumed bf16 run ends where the uninterrupted one did; it may not switch precision.
-  config.precision = gradcache::Precision::bf16;
-  config.output = dir / "interrupted";
+  config.machine.precision = gradcache::Precision::bf16;
+  config.output.dir = dir / "interrupted";
   auto options = quiet();
   options.stop_after_steps = 4;
   gr::train(config, options);
   options.stop_after_steps = 0;
   options.resume = true;
   auto other = config;
-  other.precision = gradcache::Precision::fp32;
+  other.machine.precision = gradcache::Precision::fp32;
   EXPECT_NE(error_of([&] { gr::train(other, options); }).find("precision"), std::string::npos);
   gr::train(config, options);
   auto b = weights(dir / "interrupted/checkpoint.pt");
@@ -332,7 +335,7 @@ TEST(Trainer, PrecisionIsValidated) {
                 .find("--precision must be fp32, bf16 or fp16"),
             std::string::npos);
   if (!gradcache::autocast_supported(gradcache::Precision::fp16, c10::kCPU)) {
-    config.precision = gradcache::Precision::fp16;
+    config.machine.precision = gradcache::Precision::fp16;
     EXPECT_NE(error_of([&] { gr::train(config, quiet()); }).find("use --precision bf16 on CPU"), std::string::npos);
   }
 }

@@ -87,9 +87,9 @@ struct Batch {
 
 gr::TrainConfig streaming_config(const std::string& loss) {
   gr::TrainConfig c;
-  c.loss = gr::parse_choice(gr::loss_names(), loss, "--loss");
-  c.temperature = 0.05;
-  c.tile_size = 3;  // smaller than both 8 queries and 16 passages: several tiles, ragged ones last
+  c.loss.kind = gr::parse_choice(gr::loss_names(), loss, "--loss");
+  c.loss.temperature = 0.05;
+  c.loss.tile_size = 3;  // smaller than both 8 queries and 16 passages: several tiles, ragged ones last
   return c;
 }
 
@@ -101,7 +101,7 @@ gr::TrainConfig streaming_config(const std::string& loss) {
 void expect_same_gradients(const std::string& loss_name, const gradcache::Loss& dense) {
   Batch b;
   double streaming_loss = 0, dense_loss = 0;
-  const auto streaming = b.cache_step(gr::make_loss(streaming_config(loss_name)), &streaming_loss);
+  const auto streaming = b.cache_step(gr::make_loss(streaming_config(loss_name).loss), &streaming_loss);
   const auto reference = b.full_backward(dense, &dense_loss);
   const double error = gctest::max_rel_error(streaming, reference);
   gctest::report_error("train --loss " + loss_name + " (cache, chunks 3/5, tile 3, dropout 0.1) vs dense full batch",
@@ -129,14 +129,14 @@ TEST(TrainingLoss, StreamingSymmetricCacheStepEqualsDenseSymmetricFullBatchBackw
 TEST(TrainingLoss, TheReferenceDependsOnTheDropoutMasks) {
   Batch b;
   double streaming_loss = 0, other_loss = 0;
-  const auto streaming = b.cache_step(gr::make_loss(streaming_config("streaming")), &streaming_loss);
+  const auto streaming = b.cache_step(gr::make_loss(streaming_config("streaming").loss), &streaming_loss);
   const auto other_masks = b.full_backward(
       gradcache::SimpleContrastiveLoss(gradcache::ContrastiveLossOptions().temperature(0.05)), &other_loss, 6);
   EXPECT_GT(gctest::max_rel_error(streaming, other_masks), 1e-6);
 }
 
 TEST(TrainingLoss, LossAndTileSettings) {
-  EXPECT_EQ(gr::TrainConfig{}.tile_size, gradcache::kDefaultTileSize);  // the library's measured default
+  EXPECT_EQ(gr::TrainConfig{}.loss.tile_size, gradcache::kDefaultTileSize);  // the library's measured default
   for (const char* loss : {"infonce", "symmetric", "streaming", "streaming-symmetric"}) {
     EXPECT_EQ(settings_error({{"loss", loss}}), "") << loss;
   }
@@ -147,18 +147,18 @@ TEST(TrainingLoss, LossAndTileSettings) {
   }
   // Saved in config.json and read back; the loss is what a resumed run computes.
   const auto c = gr::build_train_config(nlohmann::json::object(), {{"loss", "streaming"}, {"tile_size", "16"}});
-  EXPECT_EQ(c.tile_size, 16);
+  EXPECT_EQ(c.loss.tile_size, 16);
   const nlohmann::json saved = c;
   EXPECT_EQ(saved.at("tile_size"), 16);
   EXPECT_EQ(saved.at("loss"), "streaming");
-  EXPECT_EQ(gr::read_saved_config(saved).tile_size, 16);
+  EXPECT_EQ(gr::read_saved_config(saved).loss.tile_size, 16);
   EXPECT_TRUE(gr::resume_invariant(c).contains("loss"));
   EXPECT_TRUE(gr::resume_invariant(c).contains("tile_size"));
   EXPECT_TRUE(gr::is_symmetric(gr::LossKind::StreamingSymmetric) && gr::is_symmetric(gr::LossKind::Symmetric));
   EXPECT_FALSE(gr::is_symmetric(gr::LossKind::Streaming) || gr::is_symmetric(gr::LossKind::InfoNce));
-  const auto options = gr::streaming_loss_options(c);
+  const auto options = gr::streaming_loss_options(c.loss);
   EXPECT_EQ(options.tile_size(), 16);
-  EXPECT_EQ(options.temperature(), c.temperature);
+  EXPECT_EQ(options.temperature(), c.loss.temperature);
   EXPECT_FALSE(options.symmetric());
   // An unknown --loss never reaches make_loss: the settings table refuses it, from a file or a flag.
   EXPECT_THROW(gr::build_train_config(nlohmann::json{{"loss", "cosine"}}, {}), gr::SettingsError);

@@ -57,22 +57,22 @@ inline void write_task(const TempDir& dir, int pairs = 96) {
 
 inline gr::TrainConfig tiny_config(const TempDir& dir) {
   gr::TrainConfig c;
-  c.train_file = dir / "train.tsv";
-  c.eval_corpus = dir / "corpus.tsv";
-  c.eval_queries = dir / "queries.tsv";
-  c.eval_qrels = dir / "qrels.txt";
-  c.vocab_size = 40;
-  c.dim = 16;
-  c.heads = 2;
-  c.layers = 1;
-  c.ffn_dim = 32;
-  c.batch_size = 32;
-  c.chunk_size = 8;
-  c.sub_batch_size = 8;
-  c.steps = 6;
-  c.lr = 5e-3;
-  c.log_every = 2;
-  c.output = dir / "run";
+  c.data.train_file = dir / "train.tsv";
+  c.data.eval_corpus = dir / "corpus.tsv";
+  c.data.eval_queries = dir / "queries.tsv";
+  c.data.eval_qrels = dir / "qrels.txt";
+  c.tokenizer.vocab_size = 40;
+  c.encoder.dim = 16;
+  c.encoder.heads = 2;
+  c.encoder.layers = 1;
+  c.encoder.ffn_dim = 32;
+  c.batching.batch_size = 32;
+  c.batching.chunk_size = 8;
+  c.batching.sub_batch_size = 8;
+  c.training.steps = 6;
+  c.training.lr = 5e-3;
+  c.output.log_every = 2;
+  c.output.dir = dir / "run";
   return c;
 }
 

@@ -69,12 +69,12 @@ std::shared_ptr<distributed::ProcessGroup> torchrun_group(const RunFlags& flags,
       retriever::torchrun_rendezvous(),
       distributed::ProcessGroupOptions()
           .timeout(std::chrono::milliseconds(static_cast<int64_t>(flags.dist_timeout * 1000)))
-          .device(c10::Device(c.device))));
+          .device(c10::Device(c.machine.device))));
 }
 
 // The threads each process uses: what --nproc auto divides the cores by.
 int threads_per_process(const TrainConfig& c) {
-  return static_cast<int>(std::max<int64_t>({1, c.threads, c.blas_threads}));
+  return static_cast<int>(std::max<int64_t>({1, c.machine.threads, c.machine.blas_threads}));
 }
 
 // --nproc N > 1: this process starts N ranks of the same command (without --nproc) on
@@ -99,7 +99,7 @@ int report(const retriever::TrainResult& result) {
     rows.emplace_back("trained", *result.trained);
     for (auto& row : retriever::prefix_rows("trained", result.trained_prefixes)) rows.push_back(row);
     if (result.trained_reranked) {
-      rows.emplace_back("trained, top " + std::to_string(result.config.rerank_k) + " re-ranked by Phi",
+      rows.emplace_back("trained, top " + std::to_string(result.config.similarity.rerank_k) + " re-ranked by Phi",
                         *result.trained_reranked);
     }
     if (result.bm25) rows.emplace_back("bm25", *result.bm25);
@@ -107,12 +107,13 @@ int report(const retriever::TrainResult& result) {
               << retriever::format_metrics_table(rows);
   }
   if (!result.best.is_null()) {
-    std::printf("\nbest dev %s %.4f at step %lld%s: %s\n", result.config.select_metric.c_str(),
-                result.best["best_value"].get<double>(), static_cast<long long>(result.best["best_step"].get<int64_t>()),
+    std::printf("\nbest dev %s %.4f at step %lld%s: %s\n", result.config.selection.metric.c_str(),
+                result.best["best_value"].get<double>(),
+                static_cast<long long>(result.best["best_step"].get<int64_t>()),
                 result.stopped_early ? " (stopped early: --patience)" : "",
                 result.best["checkpoint"].get<std::string>().c_str());
   }
-  const auto& used = result.config;
+  const auto& used = result.config.batching;
   const bool accumulate = used.mode == retriever::TrainMode::Accumulate;
   std::printf("\n%lld steps of %lld pairs (mode %s, %s of %lld) in %.0f s; peak memory %.0f MiB\n"
               "checkpoint: %s\n",
