@@ -74,6 +74,25 @@ Json ratios_json(const Timings& step, const Timings& accumulate, const Timings& 
               {"over_full_cpu", step.cpu_median() / full.cpu_median()}};
 }
 
+Json timing_row(const std::string& step, const Timings& times, const Timings& accumulate, const Timings& full) {
+  Json row{{"step", step}};
+  row.update(times.to_json());
+  row.update(ratios_json(times, accumulate, full));
+  return row;
+}
+
+PeakTimings time_with_peak(const std::function<void()>& step, int64_t reps, const std::function<void()>& before_each) {
+  PeakTimings out;
+  for (int64_t i = 0; i < reps; ++i) {
+    if (before_each) before_each();
+    const double w0 = now_seconds(), c0 = process_cpu_seconds();
+    out.peak_bytes = std::max(out.peak_bytes, peak_bytes_of(step));
+    out.times.wall.push_back(now_seconds() - w0);
+    out.times.cpu.push_back(process_cpu_seconds() - c0);
+  }
+  return out;
+}
+
 double median(std::vector<double> v) {
   if (v.empty()) return NAN;
   std::sort(v.begin(), v.end());

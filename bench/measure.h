@@ -41,6 +41,18 @@ std::vector<Timings> time_interleaved(const std::vector<NamedStep>& steps, int64
 /// A step's time over the baselines': over_accumulate, over_full (medians), the same from the
 /// best repetitions (_min) and from CPU time (_cpu).
 Json ratios_json(const Timings& step, const Timings& accumulate, const Timings& full);
+/// A step's row: {"step": name}, its timings (Timings::to_json) and its ratios (ratios_json).
+Json timing_row(const std::string& step, const Timings& times, const Timings& accumulate, const Timings& full);
+
+/// Timings of `reps` calls of a step and the largest peak tensor memory of one call.
+struct PeakTimings {
+  Timings times;
+  int64_t peak_bytes = 0;
+};
+/// Calls `step` `reps` times, each timed and its peak memory measured; `before_each` (if
+/// given, untimed) runs before each call, e.g. a barrier that starts all ranks together.
+PeakTimings time_with_peak(const std::function<void()>& step, int64_t reps,
+                           const std::function<void()>& before_each = nullptr);
 double median(std::vector<double> values);
 /// CPU seconds (user, system) this process has used so far.
 std::pair<double, double> cpu_seconds();

@@ -3,11 +3,11 @@
 // the `gradcache` program's flags are.
 #pragma once
 
-
 #include <cstdint>
 #include <functional>
 #include <string>
 #include <typeindex>
+#include <utility>
 #include <vector>
 
 namespace CLI {
@@ -54,5 +54,17 @@ std::string option_text(double value);
 std::string option_text(const std::string& value);
 std::string option_text(const std::vector<int64_t>& values);
 std::string option_text(const std::vector<std::string>& values);
+
+/// The command line of a child process that reads `settings` back: `command` (a hidden
+/// subcommand), then every flag of `settings`' table with its value. Settings is any struct
+/// with add_options(OptionTable&); it is taken by value because the table binds its fields.
+template <class Settings>
+std::vector<std::string> child_command_line(const std::string& command, Settings settings) {
+  OptionTable table;
+  settings.add_options(table);
+  std::vector<std::string> args{command};
+  for (auto& flag : table.to_args()) args.push_back(std::move(flag));
+  return args;
+}
 
 }  // namespace gcbench

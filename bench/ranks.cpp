@@ -1,11 +1,7 @@
+// Children started together, and the loopback group they join.
 #include "ranks.h"
 
 #include "system.h"
-
-#include <arpa/inet.h>
-#include <netinet/in.h>
-#include <sys/socket.h>
-#include <unistd.h>
 
 #include <chrono>
 #include <csignal>

@@ -1,4 +1,4 @@
-// Text tables, number formats, targets and progress lines.
+// Text tables, number formats, targets, progress lines and the Report they make up.
 #include "report.h"
 
 #include <algorithm>
@@ -10,6 +10,7 @@
 namespace gcbench {
 
 std::string Table::str() const {
+  if (header_.empty()) return "";
   std::vector<size_t> width(header_.size(), 0);
   auto widen = [&](const std::vector<std::string>& row) {
     for (size_t i = 0; i < row.size() && i < width.size(); ++i) width[i] = std::max(width[i], row[i].size());
@@ -61,5 +62,34 @@ std::string target_line(const Json& t) {
 }
 
 void progress(const std::string& line) { std::cerr << "  .. " << line << std::endl; }
+
+Report::Report(std::string scenario, std::vector<std::string> columns, std::string rows_key)
+    : table(std::move(columns)), scenario_(std::move(scenario)), rows_key_(std::move(rows_key)) {}
+
+void Report::progress(const std::string& line) const { gcbench::progress(scenario_ + ": " + line); }
+
+void Report::add_row(Json row, std::vector<std::string> cells) {
+  json[rows_key_].push_back(std::move(row));
+  if (!cells.empty()) table.add(std::move(cells));
+}
+
+const Json& Report::rows() const { return json.at(rows_key_); }
+
+void Report::add_target(const Json& t) {
+  json["targets"].push_back(t);
+  std::string details;
+  if (t.contains("measured") && t.contains("predicted")) {
+    details = fmt(t["measured"].get<double>(), 3) + " / " + fmt(t["predicted"].get<double>(), 3);
+  }
+  if (t.contains("value_wall")) {
+    details += (details.empty() ? "" : "; ") + std::string("wall time: ") + fmt(t["value_wall"].get<double>(), 3);
+  }
+  target_lines_ += target_line(t) + (details.empty() ? "" : "  (" + details + ")") + "\n";
+}
+
+ScenarioResult Report::finish(const std::string& title, const std::string& notes) {
+  if (!json.contains(rows_key_)) json[rows_key_] = Json::array();
+  return {json, title + "\n" + table.str() + notes + target_lines_};
+}
 
 }  // namespace gcbench

@@ -29,9 +29,9 @@ gradcache::ModelInput longest_first(const ModelSettings& model, const gradcache:
 
 // One budget: the probe's choice, then every chunk of the sample at that size, forward and
 // backward as step 3 runs it (the probe measured the first chunk; trimmed chunks differ in
-// length). Adds its row to `rows` and `table`; returns whether every chunk fit.
+// length). Adds its row to the report; returns whether every chunk fit.
 bool probe_budget(Workload& w, const ChunkSizeSettings& s, const gradcache::ModelInput& sample, int64_t budget_mib,
-                  Json& rows, Table& table) {
+                  Report& report) {
   const int64_t budget = budget_mib * 1024 * 1024;
   const auto& model = w.passage_model();
   const double t0 = now_seconds();
@@ -39,8 +39,8 @@ bool probe_budget(Workload& w, const ChunkSizeSettings& s, const gradcache::Mode
   try {
     probe = gradcache::find_chunk_size(model, sample, budget, w.cache_options());
   } catch (const c10::Error& e) {
-    rows.push_back({{"budget_bytes", budget}, {"error", e.what_without_backtrace()}});
-    table.add({std::to_string(budget_mib), "error: " + std::string(e.what_without_backtrace()).substr(0, 60)});
+    report.add_row({{"budget_bytes", budget}, {"error", e.what_without_backtrace()}},
+                   {std::to_string(budget_mib), "error: " + std::string(e.what_without_backtrace()).substr(0, 60)});
     return true;
   }
   const double probe_s = now_seconds() - t0;
@@ -54,7 +54,7 @@ bool probe_budget(Workload& w, const ChunkSizeSettings& s, const gradcache::Mode
   w.zero_grads();
   const int64_t predicted = probe.fixed_bytes + static_cast<int64_t>(probe.bytes_per_row * probe.chunk_size);
   const bool fits = worst <= budget;
-  rows.push_back({{"budget_bytes", budget},
+  report.add_row({{"budget_bytes", budget},
                   {"chunk_size", probe.chunk_size},
                   {"capped_by_sample", probe.chunk_size >= s.sample},
                   {"fixed_bytes", probe.fixed_bytes},
@@ -63,39 +63,33 @@ bool probe_budget(Workload& w, const ChunkSizeSettings& s, const gradcache::Mode
                   {"probe_measured_peak_bytes", probe.measured_peak},
                   {"max_chunk_peak_bytes", worst},
                   {"fits", fits},
-                  {"probe_seconds", probe_s}});
-  table.add({std::to_string(budget_mib), std::to_string(probe.chunk_size) + (probe.chunk_size >= s.sample ? "*" : ""),
-             mib(probe.fixed_bytes), fmt(probe.bytes_per_row / 1024.0, 1), mib(predicted), mib(probe.measured_peak),
-             fmt(to_mib(worst), 2), fits ? "yes" : "NO (+" + fmt(100.0 * (worst - budget) / budget, 1) + "%)",
-             fmt(probe_s, 2)});
+                  {"probe_seconds", probe_s}},
+                 {std::to_string(budget_mib),
+                  std::to_string(probe.chunk_size) + (probe.chunk_size >= s.sample ? "*" : ""),
+                  mib(probe.fixed_bytes), fmt(probe.bytes_per_row / 1024.0, 1), mib(predicted),
+                  mib(probe.measured_peak), fmt(to_mib(worst), 2),
+                  fits ? "yes" : "NO (+" + fmt(100.0 * (worst - budget) / budget, 1) + "%)", fmt(probe_s, 2)});
   return fits;
 }
 
 }  // namespace
 
-ScenarioResult run_chunk_size(const ChunkSizeSettings& s, const CommonSettings& common) {
-  ScenarioResult out;
-  Workload w(s.model);
-  w.train(true);
-  w.allocate_grads();  // step 3 accumulates into existing gradients; so does the check
-  progress("chunk-size: " + w.describe());
+ScenarioResult run_chunk_size(const ChunkSizeSettings& s, const CommonSettings& /*common*/) {
+  Report report("chunk-size", {"budget MiB", "chunk size", "fixed MiB", "KiB/row", "predicted MiB",
+                               "probe peak MiB", "max chunk peak MiB", "fits", "seconds"});
+  // Step 3 accumulates into existing gradients (allocated here); so does the check.
+  Workload w = prepare_workload(s.model, report);
   const Batch b = w.batch(s.sample, 11);
   const gradcache::ModelInput sample = longest_first(s.model, b.passages);
-  Table table({"budget MiB", "chunk size", "fixed MiB", "KiB/row", "predicted MiB", "probe peak MiB",
-               "max chunk peak MiB", "fits", "seconds"});
-  Json rows = Json::array();
+  report.json["model"] = s.model.to_json();
+  report.json["sample"] = s.sample;
   bool all_fit = true;
-  for (int64_t budget_mib : s.budgets_mib) all_fit = probe_budget(w, s, sample, budget_mib, rows, table) && all_fit;
-  out.json["model"] = s.model.to_json();
-  out.json["sample"] = s.sample;
-  out.json["rows"] = rows;
-  out.json["all_fit"] = all_fit;
-  out.text = "chunk-size: find_chunk_size on the passage encoder (sample of " + std::to_string(s.sample) +
-             " passages); peak = one chunk's forward + backward\n" + table.str() +
-             "(max chunk peak: every chunk of the sample at that size, checked after the probe; * = capped by the "
-             "sample)\n";
-  (void)common;
-  return out;
+  for (int64_t budget_mib : s.budgets_mib) all_fit = probe_budget(w, s, sample, budget_mib, report) && all_fit;
+  report.json["all_fit"] = all_fit;
+  return report.finish("chunk-size: find_chunk_size on the passage encoder (sample of " + std::to_string(s.sample) +
+                           " passages); peak = one chunk's forward + backward",
+                       "(max chunk peak: every chunk of the sample at that size, checked after the probe; * = "
+                       "capped by the sample)\n");
 }
 
 }  // namespace gcbench

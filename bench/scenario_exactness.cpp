@@ -4,7 +4,6 @@
 #include "scenarios.h"
 
 #include <algorithm>
-#include <sstream>
 
 namespace gcbench {
 
@@ -60,27 +59,29 @@ std::pair<std::vector<torch::Tensor>, double> cache_grads(Workload& w, const Bat
   return {w.grads(), loss};
 }
 
-}  // namespace
+// What the cases of one model have in common: the models, the reference, the size.
+struct CaseSetup {
+  std::string model, label;  ///< the JSON's name of the model, the table's
+  Json dropout;
+  std::string reference;
+  int64_t rows = 0, chunk = 0;
+  double full_loss = 0;
+};
 
-namespace {
-
-// One row of the exactness JSON.
-Json exactness_case(const std::string& model, const Json& dropout, const std::string& reference, int64_t rows,
-                    int64_t chunk, int64_t retain, double error, double cache_loss, double full_loss) {
-  return Json{{"model", model},         {"dropout", dropout},     {"dtype", "float32"},
-              {"reference", reference}, {"rows", rows},           {"chunk", chunk},
-              {"retain_chunks", retain}, {"max_rel_error", error}, {"loss_cache", cache_loss},
-              {"loss_full", full_loss}};
+// One case, the cache with `retain` chunks retained: its row of the JSON and of the table.
+void add_case(Report& report, const CaseSetup& c, const std::string& retained, int64_t retain, double error,
+              double cache_loss) {
+  report.add_row({{"model", c.model},         {"dropout", c.dropout},   {"dtype", "float32"},
+                  {"reference", c.reference}, {"rows", c.rows},         {"chunk", c.chunk},
+                  {"retain_chunks", retain},  {"max_rel_error", error}, {"loss_cache", cache_loss},
+                  {"loss_full", c.full_loss}},
+                 {c.label, std::to_string(c.rows), std::to_string(c.chunk), retained, sci(error),
+                  fmt(cache_loss, 6), fmt(c.full_loss, 6)});
 }
 
 // (a) Transformer, dropout on, float32. The reference replays the same masks (see above).
-void transformer_cases(const ExactnessSettings& s, uint64_t seed, Table& table, ScenarioResult& out) {
-  ModelSettings ms = s.transformer;
-  ms.kind = "transformer";
-  Workload w(ms);
-  w.train(true);
-  w.allocate_grads();
-  progress("exactness: " + w.describe());
+void transformer_cases(const ExactnessSettings& s, uint64_t seed, Report& report) {
+  Workload w = prepare_workload(s.transformer, report);
   const Batch b = w.batch(s.batch, 7);
   const auto [full, full_loss] = reference_grads(w, b, s.chunk, seed);
   // Control: the same reference under other dropout masks. A large error here shows that
@@ -90,61 +91,50 @@ void transformer_cases(const ExactnessSettings& s, uint64_t seed, Table& table, 
   const int64_t n = (s.batch + s.chunk - 1) / s.chunk;
   const std::vector<std::pair<std::string, int64_t>> variants{
       {"0 (default: all replayed)", -1}, {"1", 1}, {std::to_string(n / 2) + " (half)", n / 2}};
+  const CaseSetup setup{"transformer", "transformer, dropout " + fmt(s.transformer.dropout, 2), s.transformer.dropout,
+                        "same chunks with grad, same seed, one backward", s.batch, s.chunk, full_loss};
   for (const auto& [label, retain] : variants) {
     const auto [cached, cache_loss] = cache_grads(w, b, s.chunk, retain, seed);
-    const double err = max_relative_error(cached, full);
-    out.json["cases"].push_back(exactness_case("transformer", ms.dropout,
-                                               "same chunks with grad, same seed, one backward", s.batch, s.chunk,
-                                               retain, err, cache_loss, full_loss));
-    table.add({"transformer, dropout " + fmt(ms.dropout, 2), std::to_string(s.batch), std::to_string(s.chunk), label,
-               sci(err), fmt(cache_loss, 6), fmt(full_loss, 6)});
+    add_case(report, setup, label, retain, max_relative_error(cached, full), cache_loss);
   }
-  out.json["control_other_dropout_masks"] = control;
-  out.json["transformer_parameters"] = w.parameter_count();
-  table.add({"control: other dropout masks", std::to_string(s.batch), std::to_string(s.chunk), "-", sci(control), "-",
-             "-"});
+  report.json["control_other_dropout_masks"] = control;
+  report.json["transformer_parameters"] = w.parameter_count();
+  report.table.add({"control: other dropout masks", std::to_string(s.batch), std::to_string(s.chunk), "-",
+                    sci(control), "-", "-"});
 }
 
 // (b) Two MLPs in eval mode against one genuine full-batch forward (no chunks at all).
-void mlp_cases(const ExactnessSettings& s, uint64_t seed, Table& table, ScenarioResult& out) {
-  ModelSettings ms = s.mlp;
-  ms.kind = "mlp";
-  Workload w(ms);
+void mlp_cases(const ExactnessSettings& s, uint64_t seed, Report& report) {
+  Workload w(s.mlp);
   w.train(false);
   w.allocate_grads();
-  progress("exactness: " + w.describe() + ", eval mode");
+  report.progress(w.describe() + ", eval mode");
   const Batch b = w.batch(s.mlp_batch, 8);
   w.zero_grads();
   auto loss = w.loss()({w.query_model()(b.queries).toTensor(), w.passage_model()(b.passages).toTensor()});
   loss.backward();
   const auto full = w.grads();
-  const double full_loss = loss.item<double>();
+  const CaseSetup setup{"mlp",       "mlp, eval mode", "off (eval)", "one full-batch forward and backward",
+                        s.mlp_batch, s.mlp_chunk,      loss.item<double>()};
   for (int64_t retain : {int64_t{-1}, int64_t{1}}) {
     const auto [cached, cache_loss] = cache_grads(w, b, s.mlp_chunk, retain, seed);
-    const double err = max_relative_error(cached, full);
-    out.json["cases"].push_back(exactness_case("mlp", "off (eval)", "one full-batch forward and backward",
-                                               s.mlp_batch, s.mlp_chunk, retain, err, cache_loss, full_loss));
-    table.add({"mlp, eval mode", std::to_string(s.mlp_batch), std::to_string(s.mlp_chunk),
-               retain == 1 ? "1" : "0 (default: all replayed)", sci(err), fmt(cache_loss, 6), fmt(full_loss, 6)});
+    add_case(report, setup, retain == 1 ? "1" : "0 (default: all replayed)", retain, max_relative_error(cached, full),
+             cache_loss);
   }
 }
 
 }  // namespace
 
-ScenarioResult run_exactness(const ExactnessSettings& s, const CommonSettings& common) {
-  ScenarioResult out;
-  out.json["cases"] = Json::array();
-  Table table({"case", "rows", "chunk", "retained", "max rel. error", "loss (cache)", "loss (full)"});
+ScenarioResult run_exactness(const ExactnessSettings& s, const CommonSettings& /*common*/) {
+  Report report("exactness", {"case", "rows", "chunk", "retained", "max rel. error", "loss (cache)", "loss (full)"},
+                "cases");
   const uint64_t seed = 1234;
-  transformer_cases(s, seed, table, out);
-  mlp_cases(s, seed, table, out);
+  transformer_cases(s, seed, report);
+  mlp_cases(s, seed, report);
   double worst = 0;
-  for (const auto& c : out.json["cases"]) worst = std::max(worst, c["max_rel_error"].get<double>());
-  out.json["targets"] = Json::array({target("exactness max relative error (all cases)", worst, s.limit)});
-  out.text = "exactness: max |g_cache - g_full| / max |g_full| over all parameters, float32\n" + table.str() +
-             target_line(out.json["targets"][0]) + "\n";
-  (void)common;
-  return out;
+  for (const auto& c : report.rows()) worst = std::max(worst, c["max_rel_error"].get<double>());
+  report.add_target(target("exactness max relative error (all cases)", worst, s.limit));
+  return report.finish("exactness: max |g_cache - g_full| / max |g_full| over all parameters, float32");
 }
 
 }  // namespace gcbench

@@ -50,24 +50,20 @@ void MemorySettings::add_options(OptionTable& t) {
 }
 
 void MemoryPointSettings::add_options(OptionTable& t) {
-  model.add_options(t);
+  BatchSettings::add_options(t, "pairs");
   t.add("--mode", &mode, "full | accumulate | cache | cache-r1 | cache-streaming | cache-r1-streaming");
-  t.add("--batch", &batch, "pairs");
-  t.add("--chunk", &chunk, "chunk size");
-  t.add("--threads", &threads, "intra-op threads");
-  t.add("--blas-threads", &blas_threads, "OpenBLAS threads");
+  ChildThreads::add_options(t);
 }
 
 Json measure_memory_point(const MemoryPointSettings& s) {
-  set_threads(s.threads, s.blas_threads);
+  s.apply();
   ModelSettings model = s.model;
   std::string mode = s.mode;
   if (is_streaming_mode(mode)) {
     model.loss = "streaming";
     mode.resize(mode.size() - std::string(kStreamingSuffix).size());
   }
-  Workload w(model);
-  w.train(true);
+  Workload w(model);   // in training mode
   w.allocate_grads();  // the gradients exist before a training step (after the first)
   const Batch b = w.batch(s.batch, 1);
   const int64_t rss_before = current_rss_bytes();
@@ -132,20 +128,11 @@ Json measure_point(const MemorySettings& s, const CommonSettings& common, const 
     j.erase("rss_peak_before_step_bytes");
     return j;
   }
-  OptionTable t;
-  p.add_options(t);
-  std::vector<std::string> args{"child-memory"};
-  for (auto& a : t.to_args()) args.push_back(a);
-  return Json::parse(run_child(common.program, args));
+  return Json::parse(run_child(common.program, child_command_line("child-memory", p)));
 }
 
-// The table: one row per batch, peak tensor memory (and RSS) per mode.
-std::string points_table(const MemorySettings& s, const PointsByMode& by_mode) {
-  auto cell = [&](const std::string& mode, int64_t n, const char* key) -> std::string {
-    const auto pts = by_mode.find(mode);
-    if (pts == by_mode.end() || !pts->second.count(n)) return "-";
-    return mib(pts->second.at(n)[key].get<int64_t>());
-  };
+// The table's columns: peak tensor memory (and RSS) per mode, the cache, the loss step.
+std::vector<std::string> columns(const MemorySettings& s) {
   std::vector<std::string> header{"pairs"};
   for (const auto& m : s.modes) header.push_back(m + " MiB");
   if (!s.no_spawn) {
@@ -153,9 +140,18 @@ std::string points_table(const MemorySettings& s, const PointsByMode& by_mode) {
   }
   header.push_back("cache MiB");
   header.push_back("loss step MiB");
+  if (std::any_of(s.modes.begin(), s.modes.end(), is_streaming_mode)) header.push_back("streaming loss step MiB");
+  return header;
+}
+
+// The table: one row per batch (the points, by mode and batch, pivoted).
+void add_table_rows(const MemorySettings& s, const PointsByMode& by_mode, Table& table) {
+  auto cell = [&](const std::string& mode, int64_t n, const char* key) -> std::string {
+    const auto pts = by_mode.find(mode);
+    if (pts == by_mode.end() || !pts->second.count(n)) return "-";
+    return mib(pts->second.at(n)[key].get<int64_t>());
+  };
   const bool has_streaming = std::any_of(s.modes.begin(), s.modes.end(), is_streaming_mode);
-  if (has_streaming) header.push_back("streaming loss step MiB");
-  Table table(header);
   for (int64_t n : s.batches) {
     std::vector<std::string> row{std::to_string(n)};
     for (const auto& m : s.modes) row.push_back(cell(m, n, "peak_bytes"));
@@ -172,16 +168,15 @@ std::string points_table(const MemorySettings& s, const PointsByMode& by_mode) {
     if (has_streaming) row.push_back(streaming_loss_peak);
     table.add(row);
   }
-  return table.str();
 }
 
 // The target of one cache mode: peak(N_check) <= (1 + limit) * (peak(N_min) + cache
-// bytes(N_check)). Adds its check to `out.json`, its line to `out.text`; returns the target
+// bytes(N_check)). Adds its check to the JSON, its line to `notes`; returns the target
 // (null when the check batch was not measured).
 Json cache_mode_target(const MemorySettings& s, const std::string& mode, const std::map<int64_t, Json>& pts,
-                       ScenarioResult& out) {
+                       Json& json, std::string& notes) {
   if (!pts.count(s.check_batch)) {
-    out.text += mode + ": target not checked (batch " + std::to_string(s.check_batch) + " not measured)\n";
+    notes += mode + ": target not checked (batch " + std::to_string(s.check_batch) + " not measured)\n";
     return Json();
   }
   const int64_t n0 = pts.begin()->first;
@@ -196,7 +191,7 @@ Json cache_mode_target(const MemorySettings& s, const std::string& mode, const s
   // retained (the default) the step's peak is the larger of a chunk's and the loss step's.
   const bool retained = mode.rfind("cache-r1", 0) == 0;
   const double with_loss = retained ? predicted + loss_peak : std::max(predicted, loss_peak + cache_b);
-  out.json[mode + "_check"] = {{"batch", s.check_batch},
+  json[mode + "_check"] = {{"batch", s.check_batch},
                                {"loss_step_peak_bytes", loss_peak},
                                {"predicted_with_loss_bytes", with_loss},
                                {"difference_with_loss", at / with_loss - 1},
@@ -206,7 +201,7 @@ Json cache_mode_target(const MemorySettings& s, const std::string& mode, const s
                                {"predicted_bytes", predicted},
                                {"excess", excess}};
   const std::string check = std::to_string(s.check_batch);
-  out.text += mode + ": peak(" + check + ") = " + mib(static_cast<int64_t>(at)) + " MiB, peak(" + std::to_string(n0) +
+  notes += mode + ": peak(" + check + ") = " + mib(static_cast<int64_t>(at)) + " MiB, peak(" + std::to_string(n0) +
               ") + cache bytes = " + mib(static_cast<int64_t>(predicted)) + " MiB; the loss step alone at " + check +
               ": " + mib(static_cast<int64_t>(loss_peak)) + " MiB" + "; with the loss step (" +
               (retained ? std::string("peak + cache + loss") : std::string("max(peak + cache, loss + cache)")) +
@@ -217,7 +212,7 @@ Json cache_mode_target(const MemorySettings& s, const std::string& mode, const s
 }
 
 // Full: growth exponent between consecutive sizes (1 = linear, 2 = quadratic).
-void full_growth(const std::map<int64_t, Json>& pts, ScenarioResult& out) {
+void full_growth(const std::map<int64_t, Json>& pts, Json& json, std::string& notes) {
   Json growth = Json::array();
   std::string line = "full: growth exponent d log(peak) / d log(N):";
   for (auto it = std::next(pts.begin()); it != pts.end(); ++it) {
@@ -227,51 +222,44 @@ void full_growth(const std::map<int64_t, Json>& pts, ScenarioResult& out) {
     growth.push_back({{"from", prev->first}, {"to", it->first}, {"exponent", e}});
     line += " " + fmt(e, 2);
   }
-  out.json["full_growth"] = growth;
-  out.text += line + "\n";
+  json["full_growth"] = growth;
+  notes += line + "\n";
 }
 
 }  // namespace
 
 ScenarioResult run_memory(const MemorySettings& s, const CommonSettings& common) {
-  ScenarioResult out;
-  {
-    Workload w(s.model);
-    progress("memory: " + w.describe());
-    out.json["model"] = s.model.to_json();
-    out.json["model"]["parameters"] = w.parameter_count();
-  }
-  out.json["chunk"] = s.chunk;
-  out.json["measured_in"] = s.no_spawn ? "this process" : "one child process per configuration";
-
-  Json points = Json::array();
+  Report report("memory", columns(s), "points");
+  report.json["model"] = describe_models(s.model, report);
+  report.json["chunk"] = s.chunk;
+  report.json["measured_in"] = s.no_spawn ? "this process" : "one child process per configuration";
   PointsByMode by_mode;
   for (int64_t n : s.batches) {
     for (const auto& mode : s.modes) {
       if ((mode == "full" && n > s.full_max) || (mode == "accumulate" && n > s.accumulate_max)) continue;
       const Json j = measure_point(s, common, mode, n);
-      progress("memory: " + mode + " N=" + std::to_string(n) + ": peak " + mib(j["peak_bytes"].get<int64_t>()) +
-               " MiB, " + fmt(j["seconds"].get<double>(), 2) + " s");
+      report.progress(mode + " N=" + std::to_string(n) + ": peak " + mib(j["peak_bytes"].get<int64_t>()) + " MiB, " +
+                      fmt(j["seconds"].get<double>(), 2) + " s");
       by_mode[mode][n] = j;
-      points.push_back(j);
+      report.add_row(j);
     }
   }
-  out.json["points"] = points;
-  out.text = "memory: peak tensor memory above the step's start (CpuMemoryTracker), MiB; RSS = process peak RSS, "
-             "MiB; chunk " + std::to_string(s.chunk) + "\n" + points_table(s, by_mode) +
-             "(cache = representations + their gradients, 2(N+M)d floats; loss step = peak of the loss forward + "
-             "backward on leaf representations, step 2 alone, dense loss unless the mode says streaming)\n";
-
+  add_table_rows(s, by_mode, report.table);
+  std::string notes =
+      "(cache = representations + their gradients, 2(N+M)d floats; loss step = peak of the loss forward + "
+      "backward on leaf representations, step 2 alone, dense loss unless the mode says streaming)\n";
   Json targets = Json::array();
   for (const std::string& mode : s.modes) {
     if (mode.rfind("cache", 0) != 0 || by_mode[mode].empty()) continue;
-    Json t = cache_mode_target(s, mode, by_mode[mode], out);
+    Json t = cache_mode_target(s, mode, by_mode[mode], report.json, notes);
     if (!t.is_null()) targets.push_back(t);
   }
-  if (by_mode.count("full") && by_mode["full"].size() >= 2) full_growth(by_mode["full"], out);
-  out.json["targets"] = targets;
-  for (const auto& t : targets) out.text += target_line(t) + "\n";
-  return out;
+  if (by_mode.count("full") && by_mode["full"].size() >= 2) full_growth(by_mode["full"], report.json, notes);
+  report.json["targets"] = Json::array();  // here, and written even when no target could be checked
+  for (const auto& t : targets) report.add_target(t);
+  return report.finish("memory: peak tensor memory above the step's start (CpuMemoryTracker), MiB; RSS = process "
+                       "peak RSS, MiB; chunk " + std::to_string(s.chunk),
+                       notes);
 }
 
 }  // namespace gcbench

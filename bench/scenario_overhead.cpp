@@ -12,11 +12,8 @@
 namespace gcbench {
 
 void OverheadSettings::add_options(OptionTable& t) {
-  model.add_options(t);
-  t.add("--batch", &batch, "contrastive batch (pairs)");
-  t.add("--chunk", &chunk, "chunk size");
-  t.add("--reps", &reps, "timed repetitions of each step (interleaved)");
-  t.add("--warmup", &warmup, "untimed rounds first");
+  BatchSettings::add_options(t);
+  Repetitions::add_options(t);
   t.add("--model-limit", &model_limit, "target: measured / predicted cache / accumulate (cost model), nothing retained");
 }
 
@@ -25,13 +22,12 @@ namespace {
 // The parts of a step without dropout (same weights), timed on their own: on a LibTorch
 // without MKL, drawing the dropout masks is a serial loop over the generator, a large share
 // of each forward.
-Json parts_without_dropout(const OverheadSettings& s, const Batch& b) {
+Json parts_without_dropout(const OverheadSettings& s, const Batch& b, const Report& report) {
   if (s.model.dropout <= 0) return Json();
-  progress("overhead: timing the parts of a step without dropout");
+  report.progress("timing the parts of a step without dropout");
   ModelSettings no_dropout = s.model;
   no_dropout.dropout = 0;
-  Workload w0(no_dropout);
-  w0.train(true);
+  Workload w0(no_dropout);  // in training mode
   w0.allocate_grads();
   StepParts parts(w0, b, s.chunk);
   time_interleaved(parts.steps(), s.warmup, std::max<int64_t>(1, s.reps / 2));
@@ -39,24 +35,17 @@ Json parts_without_dropout(const OverheadSettings& s, const Batch& b) {
   return parts.to_json();
 }
 
-// The table and rows: each step's time and its ratios to accumulate (index 1) and full (2).
-Json overhead_rows(const OverheadSettings& s, const std::vector<NamedStep>& steps, const std::vector<Timings>& times,
-                   Table& table) {
-  const Timings &acc = times[1], &full = times[2];
-  Json rows = Json::array();
+// The rows: each step's time and its ratios to accumulate (index 1) and full (2).
+void add_rows(Report& report, const std::vector<NamedStep>& steps, const std::vector<Timings>& times, int64_t batch) {
   for (size_t i = 0; i < steps.size(); ++i) {
-    const double m = times[i].wall_median(), lo = times[i].wall_min(), c = times[i].cpu_median();
-    Json row{{"step", steps[i].name}};
-    row.update(times[i].to_json());
-    const Json ratios = ratios_json(times[i], acc, full);
-    row.update(ratios);
-    rows.push_back(row);
-    auto ratio = [&](const char* key) { return fmt(ratios[key].get<double>(), 3); };
-    table.add({steps[i].name, fmt(m * 1e3, 1), fmt(lo * 1e3, 1), fmt(c * 1e3, 1), fmt(s.batch / m, 0),
-               ratio("over_accumulate"), ratio("over_full"), ratio("over_accumulate_min"), ratio("over_full_min"),
-               ratio("over_accumulate_cpu")});
+    const Json row = timing_row(steps[i].name, times[i], times[1], times[2]);
+    auto ratio = [&](const char* key) { return fmt(row[key].get<double>(), 3); };
+    const double m = times[i].wall_median();
+    report.add_row(row, {steps[i].name, fmt(m * 1e3, 1), fmt(times[i].wall_min() * 1e3, 1),
+                         fmt(times[i].cpu_median() * 1e3, 1), fmt(batch / m, 0), ratio("over_accumulate"),
+                         ratio("over_full"), ratio("over_accumulate_min"), ratio("over_full_min"),
+                         ratio("over_accumulate_cpu")});
   }
-  return rows;
 }
 
 double ms(const Json& j, const char* key) { return j[key].get<double>() * 1e3; }
@@ -102,14 +91,51 @@ Json against_model(const StepParts& parts, const std::vector<int64_t>& retained,
               {"measured_over_predicted_wall", measured_wall / predicted_wall}};
 }
 
+// What the times conclude, after the rows: the cache's ratios, the extras, the parts, the
+// cost model, the cache's own steps and the target. Returns the notes under the table.
+std::string add_conclusions(Report& report, const OverheadSettings& s, const StepParts& step_parts,
+                            const std::vector<Timings>& times, const RecordingGradCache& cache,
+                            const Json& parts_no_dropout) {
+  // CPU time of each step of the cache, per call (warm-up included: means, not medians).
+  const double calls = static_cast<double>(s.warmup + s.reps);
+  const Json cache_steps{{"step1_forward_no_grad_s", cache.step1_cpu_s / calls},
+                         {"step2_loss_and_cache_s", cache.step2_cpu_s / calls},
+                         {"step3_replay_and_backward_s", cache.step3_cpu_s / calls}};
+  const Json ratios = ratios_json(times[0], times[1], times[2]);
+  const Json model = against_model(step_parts, {0, 0}, times[0], times[1]);
+  Json& j = report.json;
+  for (const char* key : {"over_accumulate", "over_full", "over_accumulate_cpu", "over_full_cpu"}) {
+    j[std::string("cache_") + key] = ratios[key];
+  }
+  if (s.extras) {
+    j["inference_mode_cache_over_accumulate"] = times[4].wall_median() / times[1].wall_median();
+    j["inference_mode_cache_over_accumulate_cpu"] = times[4].cpu_median() / times[1].cpu_median();
+    j["cost_model_one_retained"] = against_model(step_parts, {1, 1}, times[3], times[1]);
+  }
+  j["parts"] = step_parts.to_json();
+  j["cost_model"] = model;
+  j["cache_steps_cpu"] = cache_steps;
+  if (!parts_no_dropout.is_null()) j["parts_without_dropout"] = parts_no_dropout;
+  Json t = target("cache_over_accumulate measured / predicted (nothing retained, CPU time)",
+                  model["measured_over_predicted"].get<double>(), s.model_limit);
+  t["value_wall"] = model["measured_over_predicted_wall"];
+  report.add_target(t);
+  std::string notes = overhead_notes(j["parts"], parts_no_dropout, cache_steps, model);
+  if (s.extras) {
+    const Json& one = j["cost_model_one_retained"];
+    notes += "1 chunk retained per model: measured / predicted " + fmt(one["measured_over_predicted"].get<double>(), 3) +
+             " (" + fmt(one["measured"].get<double>(), 3) + " / " + fmt(one["predicted"].get<double>(), 3) +
+             ", CPU time)\n";
+  }
+  return notes;
+}
+
 }  // namespace
 
-ScenarioResult run_overhead(const OverheadSettings& s, const CommonSettings& common) {
-  ScenarioResult out;
-  Workload w(s.model);
-  w.train(true);
-  w.allocate_grads();
-  progress("overhead: " + w.describe());
+ScenarioResult run_overhead(const OverheadSettings& s, const CommonSettings& /*common*/) {
+  Report report("overhead", {"step", "wall ms", "min ms", "CPU ms", "pairs/s", "/ accumulate", "/ full",
+                             "/ acc. (min)", "/ full (min)", "/ acc. (CPU)"});
+  Workload w = prepare_workload(s.model, report);
   const Batch b = w.batch(s.batch, 3);
   const std::vector<gradcache::ModelInput> inputs{b.queries, b.passages};
 
@@ -132,54 +158,17 @@ ScenarioResult run_overhead(const OverheadSettings& s, const CommonSettings& com
   for (auto& part : step_parts.steps()) timed.push_back(std::move(part));
   const auto times = time_interleaved(timed, s.warmup, s.reps);
   step_parts.discard_first(s.warmup);
-  // CPU time of each step of the cache, per call (warm-up included: means, not medians).
-  const double calls = static_cast<double>(s.warmup + s.reps);
-  const Json cache_steps{{"step1_forward_no_grad_s", cache.step1_cpu_s / calls},
-                         {"step2_loss_and_cache_s", cache.step2_cpu_s / calls},
-                         {"step3_replay_and_backward_s", cache.step3_cpu_s / calls}};
-  Table table({"step", "wall ms", "min ms", "CPU ms", "pairs/s", "/ accumulate", "/ full", "/ acc. (min)",
-               "/ full (min)", "/ acc. (CPU)"});
-  const Json rows = overhead_rows(s, steps, times, table);
-  const Json parts = step_parts.to_json();
-  const Json parts_no_dropout = parts_without_dropout(s, b);
+  const Json parts_no_dropout = parts_without_dropout(s, b, report);
   w.zero_grads();
 
-  const Json ratios = ratios_json(times[0], times[1], times[2]);
-  const Json model = against_model(step_parts, {0, 0}, times[0], times[1]);
-  out.json["model"] = s.model.to_json();
-  out.json["batch"] = s.batch;
-  out.json["chunk"] = s.chunk;
-  out.json["reps"] = s.reps;
-  out.json["rows"] = rows;
-  out.json["cache_over_accumulate"] = ratios["over_accumulate"];
-  out.json["cache_over_full"] = ratios["over_full"];
-  out.json["cache_over_accumulate_cpu"] = ratios["over_accumulate_cpu"];
-  out.json["cache_over_full_cpu"] = ratios["over_full_cpu"];
-  if (s.extras) {
-    out.json["inference_mode_cache_over_accumulate"] = times[4].wall_median() / times[1].wall_median();
-    out.json["inference_mode_cache_over_accumulate_cpu"] = times[4].cpu_median() / times[1].cpu_median();
-    out.json["cost_model_one_retained"] = against_model(step_parts, {1, 1}, times[3], times[1]);
-  }
-  out.json["parts"] = parts;
-  out.json["cost_model"] = model;
-  out.json["cache_steps_cpu"] = cache_steps;
-  if (!parts_no_dropout.is_null()) out.json["parts_without_dropout"] = parts_no_dropout;
-  out.json["targets"] = Json::array({target("cache_over_accumulate measured / predicted (nothing retained, CPU time)",
-                                            model["measured_over_predicted"].get<double>(), s.model_limit)});
-  out.json["targets"][0]["value_wall"] = model["measured_over_predicted_wall"];
-  out.text = "overhead: " + std::to_string(s.batch) + " pairs in chunks of " + std::to_string(s.chunk) + ", " +
-             std::to_string(s.reps) + " interleaved repetitions, medians (wall; CPU = the process's CPU time)\n" +
-             table.str() + overhead_notes(parts, parts_no_dropout, cache_steps, model);
-  if (s.extras) {
-    const Json& one = out.json["cost_model_one_retained"];
-    out.text += "1 chunk retained per model: measured / predicted " +
-                fmt(one["measured_over_predicted"].get<double>(), 3) + " (" + fmt(one["measured"].get<double>(), 3) +
-                " / " + fmt(one["predicted"].get<double>(), 3) + ", CPU time)\n";
-  }
-  out.text += target_line(out.json["targets"][0]) + "  (wall time: " +
-              fmt(model["measured_over_predicted_wall"].get<double>(), 3) + ")\n";
-  (void)common;
-  return out;
+  report.json = s.to_json();
+  report.json["reps"] = s.reps;
+  add_rows(report, steps, times, s.batch);
+  const std::string notes = add_conclusions(report, s, step_parts, times, cache, parts_no_dropout);
+  return report.finish("overhead: " + std::to_string(s.batch) + " pairs in chunks of " + std::to_string(s.chunk) +
+                           ", " + std::to_string(s.reps) +
+                           " interleaved repetitions, medians (wall; CPU = the process's CPU time)",
+                       notes);
 }
 
 }  // namespace gcbench

@@ -28,19 +28,14 @@ std::string bf16_cpu_flags() {
 }  // namespace
 
 void PrecisionSettings::add_options(OptionTable& t) {
-  model.add_options(t);
-  t.add("--batch", &batch, "contrastive batch (pairs)");
-  t.add("--chunk", &chunk, "chunk size");
-  t.add("--reps", &reps, "timed repetitions of each step (interleaved)");
-  t.add("--warmup", &warmup, "untimed rounds first");
+  BatchSettings::add_options(t);
+  Repetitions::add_options(t);
 }
 
-ScenarioResult run_precision(const PrecisionSettings& s, const CommonSettings& common) {
-  ScenarioResult out;
-  Workload w(s.model);
-  w.train(true);
-  w.allocate_grads();
-  progress("precision: " + w.describe());
+ScenarioResult run_precision(const PrecisionSettings& s, const CommonSettings& /*common*/) {
+  Report report("precision",
+                {"precision", "median ms", "min ms", "CPU ms", "peak MiB", "vs fp32 time", "vs fp32 memory"});
+  Workload w = prepare_workload(s.model, report);
   const Batch b = w.batch(s.batch, 5);
   const std::vector<gradcache::Precision> precisions{gradcache::Precision::fp32, gradcache::Precision::bf16};
   std::vector<Step> cache_steps;
@@ -65,32 +60,27 @@ ScenarioResult run_precision(const PrecisionSettings& s, const CommonSettings& c
   }
   const auto times = time_interleaved(steps, s.warmup, s.reps);
 
-  Table table({"precision", "median ms", "min ms", "CPU ms", "peak MiB", "vs fp32 time", "vs fp32 memory"});
-  Json rows = Json::array();
+  const std::string flags = bf16_cpu_flags();
+  report.json = s.to_json();
+  report.json["step"] = "cache (nothing retained), autocast per model call";
+  report.json["cpu_bf16_flags"] = flags;
   for (size_t i = 0; i < precisions.size(); ++i) {
     const double m = times[i].wall_median(), lo = times[i].wall_min(), c = times[i].cpu_median();
-    rows.push_back({{"precision", gradcache::to_string(precisions[i])},
+    report.add_row({{"precision", gradcache::to_string(precisions[i])},
                     {"median_s", m},
                     {"min_s", lo},
                     {"cpu_median_s", c},
                     {"peak_bytes", peaks[i]},
-                    {"times", times[i].to_json()}});
-    table.add({gradcache::to_string(precisions[i]), fmt(m * 1e3, 1), fmt(lo * 1e3, 1), fmt(c * 1e3, 1), mib(peaks[i]),
-               fmt(m / times[0].wall_median(), 2), fmt(static_cast<double>(peaks[i]) / peaks[0], 2)});
+                    {"times", times[i].to_json()}},
+                   {gradcache::to_string(precisions[i]), fmt(m * 1e3, 1), fmt(lo * 1e3, 1), fmt(c * 1e3, 1),
+                    mib(peaks[i]), fmt(m / times[0].wall_median(), 2),
+                    fmt(static_cast<double>(peaks[i]) / peaks[0], 2)});
   }
-  const std::string flags = bf16_cpu_flags();
-  out.json["model"] = s.model.to_json();
-  out.json["batch"] = s.batch;
-  out.json["chunk"] = s.chunk;
-  out.json["step"] = "cache (nothing retained), autocast per model call";
-  out.json["cpu_bf16_flags"] = flags;
-  out.json["rows"] = rows;
-  out.json["bf16_vs_fp32_max_rel_grad_error"] = error;
-  out.text = "precision: cache step (nothing retained), " + std::to_string(s.batch) + " pairs in chunks of " +
-             std::to_string(s.chunk) + ", " + std::to_string(s.reps) + " interleaved repetitions; CPU flags: " +
-             flags + "\n" + table.str() + "bf16 vs fp32 gradients: max relative error " + sci(error) + "\n";
-  (void)common;
-  return out;
+  report.json["bf16_vs_fp32_max_rel_grad_error"] = error;
+  return report.finish("precision: cache step (nothing retained), " + std::to_string(s.batch) + " pairs in chunks of " +
+                           std::to_string(s.chunk) + ", " + std::to_string(s.reps) +
+                           " interleaved repetitions; CPU flags: " + flags,
+                       "bf16 vs fp32 gradients: max relative error " + sci(error) + "\n");
 }
 
 }  // namespace gcbench

@@ -15,12 +15,9 @@
 namespace gcbench {
 
 void RetainSettings::add_options(OptionTable& t) {
-  model.add_options(t);
-  t.add("--batch", &batch, "contrastive batch (pairs)");
-  t.add("--chunk", &chunk, "chunk size");
+  BatchSettings::add_options(t);
+  Repetitions::add_options(t);
   t.add("--retain", &retain, "retain_chunks values (default 0, n/4, n/2, 3n/4, n)");
-  t.add("--reps", &reps, "timed repetitions of each step (interleaved)");
-  t.add("--warmup", &warmup, "untimed rounds first");
   t.add("--budget-percents", &budget_percents, "retain_memory budgets, in percent of the batch's activations");
   t.add("--budget-goal", &budget_goal, "the budget table names the first budget with cache / accumulate <= this");
   t.add("--model-limit", &model_limit,
@@ -111,18 +108,14 @@ void add_model_figures(const StepParts& parts, const std::vector<int64_t>& retai
 }
 
 // The rows of the main table (the retain_chunks steps, accumulate, full) and of the budget
-// table, in the JSON's "rows" (a budget row has retain_memory_bytes).
-Json retain_rows(const RetainSteps& rs, const StepParts& parts, const std::vector<Timings>& times,
-                 const std::vector<int64_t>& peaks, Table& table, Table& budgets) {
+// table, all in the JSON's rows (a budget row has retain_memory_bytes).
+void add_rows(Report& report, const RetainSteps& rs, const StepParts& parts, const std::vector<Timings>& times,
+              const std::vector<int64_t>& peaks, Table& budgets) {
   const size_t acc_i = rs.steps.size() - 2, full_i = rs.steps.size() - 1;
-  Json rows = Json::array();
   for (size_t i = 0; i < rs.steps.size(); ++i) {
-    const Json ratios = ratios_json(times[i], times[acc_i], times[full_i]);
-    auto ratio = [&](const char* key) { return fmt(ratios[key].get<double>(), 3); };
+    Json row = timing_row(rs.steps[i].name, times[i], times[acc_i], times[full_i]);
+    auto ratio = [&](const char* key) { return fmt(row[key].get<double>(), 3); };
     std::string retained = "-", predicted = "-", over = "-";
-    Json row{{"step", rs.steps[i].name}};
-    row.update(times[i].to_json());
-    row.update(ratios);
     row["peak_bytes"] = peaks[i];
     if (i < rs.caches.size()) {
       const auto& cache = *rs.caches[i];
@@ -139,31 +132,29 @@ Json retain_rows(const RetainSteps& rs, const StepParts& parts, const std::vecto
       row["retain_memory_bytes"] = rs.budget_of[i];
       budgets.add({rs.steps[i].name, retained, ratio("over_accumulate_cpu"), predicted, over, mib(peaks[i]),
                    mib(peaks[i] - peaks[acc_i])});
+      report.add_row(row);
     } else {
-      table.add({rs.steps[i].name, retained, fmt(times[i].wall_median() * 1e3, 1), ratio("over_accumulate"),
-                 ratio("over_full"), ratio("over_accumulate_min"), ratio("over_accumulate_cpu"), predicted, over,
-                 mib(peaks[i])});
+      report.add_row(row, {rs.steps[i].name, retained, fmt(times[i].wall_median() * 1e3, 1), ratio("over_accumulate"),
+                           ratio("over_full"), ratio("over_accumulate_min"), ratio("over_accumulate_cpu"), predicted,
+                           over, mib(peaks[i])});
     }
-    rows.push_back(row);
   }
-  return rows;
 }
 
 // The targets: measured / predicted with nothing and with half the chunks retained.
-Json model_targets(const RetainSettings& s, const Json& rows, int64_t n) {
-  Json targets = Json::array();
+void add_targets(Report& report, const RetainSettings& s, int64_t n) {
   for (int64_t r : {int64_t{0}, n / 2}) {
-    for (const auto& row : rows) {
+    for (const auto& row : report.rows()) {
       if (!row.contains("retain_chunks") || row["retain_chunks"].get<int64_t>() != r) continue;
       const std::string what = r == 0 ? "nothing retained" : std::to_string(r) + " of " + std::to_string(n) + " retained";
-      targets.push_back(target("cache_over_accumulate measured / predicted (" + what + ", CPU time)",
-                               row["measured_over_predicted"].get<double>(), s.model_limit));
-      targets.back()["value_wall"] = row["measured_over_predicted_wall"];
-      targets.back()["measured"] = row["over_accumulate_cpu"];
-      targets.back()["predicted"] = row["predicted"];
+      Json t = target("cache_over_accumulate measured / predicted (" + what + ", CPU time)",
+                      row["measured_over_predicted"].get<double>(), s.model_limit);
+      t["value_wall"] = row["measured_over_predicted_wall"];
+      t["measured"] = row["over_accumulate_cpu"];
+      t["predicted"] = row["predicted"];
+      report.add_target(t);
     }
   }
-  return targets;
 }
 
 // The budget table's answer: the smallest budget whose step measured cache / accumulate <=
@@ -197,12 +188,10 @@ Json budget_answer(const RetainSettings& s, const Json& rows, const StepParts& p
 
 }  // namespace
 
-ScenarioResult run_retain(const RetainSettings& s, const CommonSettings& common) {
-  ScenarioResult out;
-  Workload w(s.model);
-  w.train(true);
-  w.allocate_grads();
-  progress("retain: " + w.describe());
+ScenarioResult run_retain(const RetainSettings& s, const CommonSettings& /*common*/) {
+  Report report("retain", {"step", "retained q/p", "wall ms", "/ accumulate", "/ full", "/ acc. (min)",
+                           "/ acc. (CPU)", "predicted", "meas./pred.", "peak MiB"});
+  Workload w = prepare_workload(s.model, report);
   const Batch b = w.batch(s.batch, 3);
   const std::vector<gradcache::ModelInput> inputs{b.queries, b.passages};
   const int64_t n = (s.batch + s.chunk - 1) / s.chunk;  // chunks per model
@@ -216,35 +205,27 @@ ScenarioResult run_retain(const RetainSettings& s, const CommonSettings& common)
   StepParts parts(w, b, s.chunk);
   std::vector<NamedStep> timed = rs.steps;
   for (auto& part : parts.steps()) timed.push_back(std::move(part));
-  progress("retain: timing " + std::to_string(timed.size()) + " configurations and parts, interleaved");
+  report.progress("timing " + std::to_string(timed.size()) + " configurations and parts, interleaved");
   const auto times = time_interleaved(timed, std::max<int64_t>(1, s.warmup), s.reps);
   parts.discard_first(std::max<int64_t>(1, s.warmup));
   w.zero_grads();
-  Table table({"step", "retained q/p", "wall ms", "/ accumulate", "/ full", "/ acc. (min)", "/ acc. (CPU)",
-               "predicted", "meas./pred.", "peak MiB"});
-  Table budgets({"budget", "retained q/p", "/ acc. (CPU)", "predicted", "meas./pred.", "peak MiB", "over acc. MiB"});
-  const Json rows = retain_rows(rs, parts, times, peaks, table, budgets);
 
-  out.json["model"] = s.model.to_json();
-  out.json["batch"] = s.batch;
-  out.json["chunk"] = s.chunk;
-  out.json["chunks_per_model"] = n;
-  out.json["activation_bytes"] = activations;
-  out.json["rows"] = rows;
-  out.json["parts"] = parts.to_json();
-  out.json["targets"] = model_targets(s, rows, n);
-  out.text = "retain: " + std::to_string(s.batch) + " pairs in " + std::to_string(n) + " chunks of " +
-             std::to_string(s.chunk) + " per model; activations of the whole batch " + mib(activations) +
-             " MiB (measured); " + std::to_string(s.reps) + " interleaved repetitions (the parts of a step " +
-             "with them), medians; predicted: the cost model from the parts (CPU time)\n" + table.str() +
-             "memory budgets (retain_memory, % of the activations):\n" + budgets.str();
-  out.json["budget_for_goal"] = budget_answer(s, rows, parts, activations, peaks[peaks.size() - 2], out.text);
-  for (const auto& t : out.json["targets"]) {
-    out.text += target_line(t) + "  (" + fmt(t["measured"].get<double>(), 3) + " / " +
-                fmt(t["predicted"].get<double>(), 3) + "; wall time: " + fmt(t["value_wall"].get<double>(), 3) + ")\n";
-  }
-  (void)common;
-  return out;
+  report.json = s.to_json();
+  report.json["chunks_per_model"] = n;
+  report.json["activation_bytes"] = activations;
+  Table budgets({"budget", "retained q/p", "/ acc. (CPU)", "predicted", "meas./pred.", "peak MiB", "over acc. MiB"});
+  add_rows(report, rs, parts, times, peaks, budgets);
+  report.json["parts"] = parts.to_json();
+  add_targets(report, s, n);
+  std::string notes = "memory budgets (retain_memory, % of the activations):\n" + budgets.str();
+  report.json["budget_for_goal"] =
+      budget_answer(s, report.rows(), parts, activations, peaks[peaks.size() - 2], notes);
+  return report.finish("retain: " + std::to_string(s.batch) + " pairs in " + std::to_string(n) + " chunks of " +
+                           std::to_string(s.chunk) + " per model; activations of the whole batch " +
+                           mib(activations) + " MiB (measured); " + std::to_string(s.reps) +
+                           " interleaved repetitions (the parts of a step with them), medians; predicted: the cost "
+                           "model from the parts (CPU time)",
+                       notes);
 }
 
 }  // namespace gcbench

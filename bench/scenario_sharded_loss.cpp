@@ -23,32 +23,30 @@
 
 namespace gcbench {
 
-void ShardedLossSettings::add_options(OptionTable& t) {
-  t.add("--sizes", &sizes, "global batch sizes N (queries = passages)");
-  t.add("--processes", &processes, "process counts W");
+void ShardedLossShape::add_options(OptionTable& t) {
   t.add("--dim", &dim, "representation dimension");
   t.add("--tile", &tile, "score tile size");
   t.add("--reps", &reps, "timed loss steps per point (after one untimed)");
+}
+
+void ShardedLossSettings::add_options(OptionTable& t) {
+  t.add("--sizes", &sizes, "global batch sizes N (queries = passages)");
+  t.add("--processes", &processes, "process counts W");
+  ShardedLossShape::add_options(t);
   t.add("--gathered-up-to", &gathered_up_to, "run the gathered baseline only up to this N");
 }
 
 void ShardedLossPointSettings::add_options(OptionTable& t) {
   t.add("--mode", &mode, "sharded or gathered");
   t.add("--size", &size, "global N");
-  t.add("--dim", &dim, "dimension");
-  t.add("--tile", &tile, "tile size");
-  t.add("--reps", &reps, "timed steps");
-  t.add("--rank", &rank, "this process's rank");
-  t.add("--world", &world, "processes");
-  t.add("--port", &port, "rendezvous port on 127.0.0.1");
-  t.add("--threads", &threads, "intra-op threads");
-  t.add("--blas-threads", &blas_threads, "OpenBLAS threads");
+  ShardedLossShape::add_options(t);
+  ChildRank::add_options(t);
 }
 
 Json measure_sharded_loss_point(const ShardedLossPointSettings& s) {
 #ifdef GRADCACHE_WITH_DISTRIBUTED
   namespace gd = gradcache::distributed;
-  set_threads(s.threads, s.blas_threads);
+  s.apply();
   TORCH_CHECK(s.size % s.world == 0, "--size must be a multiple of --world");
   const auto group = join_loopback_group(s.rank, s.world, s.port);
   const int64_t local = s.size / s.world;
@@ -66,18 +64,10 @@ Json measure_sharded_loss_point(const ShardedLossPointSettings& s) {
     loss({q, p}).backward();
   };
   step();  // untimed: first-touch allocations, connections
-  Timings t;
-  int64_t peak = 0;
-  for (int64_t i = 0; i < s.reps; ++i) {
-    group->barrier();
-    const double w0 = now_seconds(), c0 = process_cpu_seconds();
-    peak = std::max(peak, peak_bytes_of(step));
-    t.wall.push_back(now_seconds() - w0);
-    t.cpu.push_back(process_cpu_seconds() - c0);
-  }
+  const PeakTimings timed = time_with_peak(step, s.reps, [&] { group->barrier(); });
   Json j{{"mode", s.mode}, {"rank", s.rank}, {"world", s.world}, {"size", s.size}, {"local", local},
-         {"peak_bytes", peak}, {"input_bytes", 4 * local * s.dim * static_cast<int64_t>(sizeof(float))}};
-  j.update(t.to_json());
+         {"peak_bytes", timed.peak_bytes}, {"input_bytes", 4 * local * s.dim * static_cast<int64_t>(sizeof(float))}};
+  j.update(timed.times.to_json());
   return j;
 #else
   TORCH_CHECK(false, "this build has no distributed support (GRADCACHE_WITH_DISTRIBUTED=OFF)");
@@ -89,26 +79,12 @@ namespace {
 // One point: `world` ranks of `mode` at global `size`; the slowest rank's time, the largest peak.
 Json run_point(const ShardedLossSettings& s, const CommonSettings& common, const std::string& mode, int64_t size,
                int64_t world) {
-  ShardedLossPointSettings p;
+  ShardedLossPointSettings p(s);
   p.mode = mode;
   p.size = size;
-  p.dim = s.dim;
-  p.tile = s.tile;
-  p.reps = s.reps;
-  p.world = world;
-  p.port = gradcache::distributed::free_loopback_port();
   p.threads = 1;  // one thread per rank: W ranks use W cores, as --nproc does
   p.blas_threads = 1;
-  std::vector<std::vector<std::string>> args_per_rank;
-  for (int64_t r = 0; r < world; ++r) {
-    p.rank = r;
-    OptionTable t;
-    p.add_options(t);
-    std::vector<std::string> args{"child-sharded-loss"};
-    for (auto& a : t.to_args()) args.push_back(a);
-    args_per_rank.push_back(args);
-  }
-  const Json ranks = run_ranks_together(common.program, args_per_rank);
+  const Json ranks = run_ranks(common.program, "child-sharded-loss", p, world);
   Json row{{"mode", mode}, {"size", size}, {"processes", world}, {"wall_s", 0.0}, {"cpu_s", 0.0}, {"peak_bytes", 0}};
   for (const auto& r : ranks) {
     row["total_bytes"] = std::max(row.value("total_bytes", int64_t{0}),
@@ -125,25 +101,21 @@ Json run_point(const ShardedLossSettings& s, const CommonSettings& common, const
 }  // namespace
 
 ScenarioResult run_sharded_loss(const ShardedLossSettings& s, const CommonSettings& common) {
-  ScenarioResult out;
-  out.json["dim"] = s.dim;
-  out.json["tile"] = s.tile;
-  out.json["reps"] = s.reps;
   for (int64_t size : s.sizes) {
     for (int64_t world : s.processes) {
       TORCH_CHECK(world >= 1 && size % world == 0, "sharded-loss: N = ", size, " does not split evenly over ", world,
                   " processes; choose --sizes that are multiples of every --processes value");
     }
   }
-  Table table({"N", "W", "loss", "wall s / rank", "CPU s / rank", "x ideal CPU", "reps+grads MiB", "loss peak MiB",
-               "total MiB / rank", "x ideal memory"});
-  Json rows = Json::array();
+  Report report("sharded-loss", {"N", "W", "loss", "wall s / rank", "CPU s / rank", "x ideal CPU", "reps+grads MiB",
+                                 "loss peak MiB", "total MiB / rank", "x ideal memory"});
+  report.json = Json{{"dim", s.dim}, {"tile", s.tile}, {"reps", s.reps}};
   for (int64_t size : s.sizes) {
     Json one;  // the sharded loss at W = 1: the yardstick of 1/W
     for (int64_t world : s.processes) {
       for (const std::string mode : {"sharded", "gathered"}) {
         if (mode == "gathered" && size > s.gathered_up_to) continue;
-        progress("sharded-loss: N " + std::to_string(size) + ", " + std::to_string(world) + " process(es), " + mode);
+        report.progress("N " + std::to_string(size) + ", " + std::to_string(world) + " process(es), " + mode);
         Json row = run_point(s, common, mode, size, world);
         if (mode == "sharded" && world == 1) one = row;
         const double ideal_cpu = one.is_null() ? NAN : one["cpu_s"].get<double>() / static_cast<double>(world);
@@ -151,22 +123,19 @@ ScenarioResult run_sharded_loss(const ShardedLossSettings& s, const CommonSettin
             one.is_null() ? NAN : static_cast<double>(one["total_bytes"].get<int64_t>()) / static_cast<double>(world);
         row["cpu_over_ideal"] = row["cpu_s"].get<double>() / ideal_cpu;
         row["memory_over_ideal"] = static_cast<double>(row["total_bytes"].get<int64_t>()) / ideal_memory;
-        table.add({std::to_string(size), std::to_string(world), mode, fmt(row["wall_s"].get<double>(), 2),
-                   fmt(row["cpu_s"].get<double>(), 2), fmt(row["cpu_over_ideal"].get<double>(), 2),
-                   mib(row["input_bytes"].get<int64_t>()), mib(row["peak_bytes"].get<int64_t>()),
-                   mib(row["total_bytes"].get<int64_t>()), fmt(row["memory_over_ideal"].get<double>(), 2)});
-        rows.push_back(row);
+        report.add_row(row, {std::to_string(size), std::to_string(world), mode, fmt(row["wall_s"].get<double>(), 2),
+                             fmt(row["cpu_s"].get<double>(), 2), fmt(row["cpu_over_ideal"].get<double>(), 2),
+                             mib(row["input_bytes"].get<int64_t>()), mib(row["peak_bytes"].get<int64_t>()),
+                             mib(row["total_bytes"].get<int64_t>()), fmt(row["memory_over_ideal"].get<double>(), 2)});
       }
     }
   }
-  out.json["rows"] = rows;
-  out.text = "sharded-loss: the contrastive loss alone (forward + backward), d = " + std::to_string(s.dim) +
-             ", tiles of " + std::to_string(s.tile) + ", one thread per rank, Gloo on loopback\n" + table.str() +
-             "(x ideal: the per-rank figure over (the 1-process sharded figure / W); 1.00 is a perfect 1/W. Memory: "
-             "this rank's representations and their gradients, plus the loss's peak tensor memory above them, the "
-             "largest rank. This machine has 2 cores: with W = 4 the ranks share them, so wall time is about twice "
-             "CPU time)\n";
-  return out;
+  return report.finish(
+      "sharded-loss: the contrastive loss alone (forward + backward), d = " + std::to_string(s.dim) + ", tiles of " +
+          std::to_string(s.tile) + ", one thread per rank, Gloo on loopback",
+      "(x ideal: the per-rank figure over (the 1-process sharded figure / W); 1.00 is a perfect 1/W. Memory: this "
+      "rank's representations and their gradients, plus the loss's peak tensor memory above them, the largest rank. "
+      "This machine has 2 cores: with W = 4 the ranks share them, so wall time is about twice CPU time)\n");
 }
 
 }  // namespace gcbench

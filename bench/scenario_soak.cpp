@@ -16,16 +16,14 @@
 
 namespace gcbench {
 
-SoakSettings::SoakSettings() {
+SoakSettings::SoakSettings() : BatchSettings(32, 8) {
   model.dim = 32;
   model.layers = 1;
   model.ffn = 128;
 }
 
 void SoakSettings::add_options(OptionTable& t) {
-  model.add_options(t);
-  t.add("--batch", &batch, "contrastive batch (pairs)");
-  t.add("--chunk", &chunk, "chunk size");
+  BatchSettings::add_options(t);
   t.add("--steps", &steps, "training steps");
   t.add("--every", &every, "steps between RSS samples");
   t.add("--warmup-steps", &warmup_steps, "growth is measured from this step to the end");
@@ -51,7 +49,7 @@ SoakSample sample(int64_t step, double loss, double seconds) {
 }
 
 // The training loop: RSS after step 0 (nothing run yet) and after every `every` steps.
-std::vector<SoakSample> soak(Workload& w, const SoakSettings& s) {
+std::vector<SoakSample> soak(Workload& w, const SoakSettings& s, const Report& report) {
   torch::optim::AdamW optimizer(w.parameters(), torch::optim::AdamWOptions(s.lr));
   const Step step = make_step(w, {"cache", s.chunk});
   const double start = now_seconds();
@@ -64,7 +62,7 @@ std::vector<SoakSample> soak(Workload& w, const SoakSettings& s) {
     optimizer.step();
     if (i % s.every == 0 || i == s.steps) {
       samples.push_back(sample(i, loss, now_seconds() - start));
-      if (i % (10 * s.every) == 0) progress("soak: step " + std::to_string(i) + ", RSS " + mib(samples.back().rss));
+      if (i % (10 * s.every) == 0) report.progress("step " + std::to_string(i) + ", RSS " + mib(samples.back().rss));
     }
   }
   return samples;
@@ -81,48 +79,40 @@ const SoakSample& warm_sample(const std::vector<SoakSample>& samples, int64_t wa
 
 }  // namespace
 
-ScenarioResult run_soak(const SoakSettings& s, const CommonSettings& common) {
+ScenarioResult run_soak(const SoakSettings& s, const CommonSettings& /*common*/) {
   if (s.steps < 1 || s.every < 1) throw std::invalid_argument("soak: --steps and --every must be >= 1");
-  ScenarioResult out;
-  Workload w(s.model);
-  w.train(true);
-  progress("soak: " + std::to_string(s.steps) + " steps, " + w.describe());
-  const auto samples = soak(w, s);
+  Report report("soak", {"step", "RSS MiB", "tensors MiB", "loss", "s"}, "samples");
+  Workload w(s.model);  // in training mode
+  report.progress(std::to_string(s.steps) + " steps, " + w.describe());
+  const auto samples = soak(w, s, report);
   const SoakSample &warm = warm_sample(samples, s.warmup_steps), &end = samples.back();
   int64_t high = warm.rss;
   for (const auto& x : samples) high = x.step >= warm.step ? std::max(high, x.rss) : high;
   const double growth_mib = to_mib(end.rss - warm.rss);
 
-  Table table({"step", "RSS MiB", "tensors MiB", "loss", "s"});
-  Json rows = Json::array();
+  report.json = s.to_json();
+  report.json["steps"] = s.steps;
+  report.json["every"] = s.every;
   for (const auto& x : samples) {
-    rows.push_back({{"step", x.step}, {"rss_bytes", x.rss}, {"tensor_bytes", x.tensors}, {"loss", x.loss},
-                    {"seconds", x.seconds}});
-    table.add({std::to_string(x.step), mib(x.rss), x.tensors < 0 ? "-" : mib(x.tensors), fmt(x.loss, 4),
-               fmt(x.seconds, 1)});
+    report.add_row({{"step", x.step}, {"rss_bytes", x.rss}, {"tensor_bytes", x.tensors}, {"loss", x.loss},
+                    {"seconds", x.seconds}},
+                   {std::to_string(x.step), mib(x.rss), x.tensors < 0 ? "-" : mib(x.tensors), fmt(x.loss, 4),
+                    fmt(x.seconds, 1)});
   }
-  out.json["model"] = s.model.to_json();
-  out.json["batch"] = s.batch;
-  out.json["chunk"] = s.chunk;
-  out.json["steps"] = s.steps;
-  out.json["every"] = s.every;
-  out.json["samples"] = rows;
-  out.json["warm_step"] = warm.step;
-  out.json["rss_at_warm_bytes"] = warm.rss;
-  out.json["rss_at_end_bytes"] = end.rss;
-  out.json["rss_high_after_warm_bytes"] = high;
-  out.json["tensor_bytes_at_warm"] = warm.tensors;
-  out.json["tensor_bytes_at_end"] = end.tensors;
-  out.json["growth_mib"] = growth_mib;
-  out.json["targets"] = Json::array({target("RSS growth after warm-up (MiB)", growth_mib, s.limit_mib)});
-  out.text = "soak: " + std::to_string(s.steps) + " cache steps of " + std::to_string(s.batch) + " pairs (chunks of " +
-             std::to_string(s.chunk) + "), AdamW, a new batch each step; RSS every " + std::to_string(s.every) +
-             " steps\n" + table.str() + "RSS at step " + std::to_string(warm.step) + ": " + mib(warm.rss) +
-             " MiB, at step " + std::to_string(end.step) + ": " + mib(end.rss) + " MiB (highest in between " +
-             mib(high) + " MiB); growth " + fmt(growth_mib, 2) + " MiB\n" +
-             target_line(out.json["targets"][0]) + "\n";
-  (void)common;
-  return out;
+  report.json["warm_step"] = warm.step;
+  report.json["rss_at_warm_bytes"] = warm.rss;
+  report.json["rss_at_end_bytes"] = end.rss;
+  report.json["rss_high_after_warm_bytes"] = high;
+  report.json["tensor_bytes_at_warm"] = warm.tensors;
+  report.json["tensor_bytes_at_end"] = end.tensors;
+  report.json["growth_mib"] = growth_mib;
+  report.add_target(target("RSS growth after warm-up (MiB)", growth_mib, s.limit_mib));
+  return report.finish("soak: " + std::to_string(s.steps) + " cache steps of " + std::to_string(s.batch) +
+                           " pairs (chunks of " + std::to_string(s.chunk) + "), AdamW, a new batch each step; RSS every " +
+                           std::to_string(s.every) + " steps",
+                       "RSS at step " + std::to_string(warm.step) + ": " + mib(warm.rss) + " MiB, at step " +
+                           std::to_string(end.step) + ": " + mib(end.rss) + " MiB (highest in between " + mib(high) +
+                           " MiB); growth " + fmt(growth_mib, 2) + " MiB\n");
 }
 
 }  // namespace gcbench

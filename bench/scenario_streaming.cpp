@@ -11,14 +11,12 @@
 #include "scenarios.h"
 
 #include <gradcache/contrastive_loss.h>
-#include <gradcache/memory.h>
 #include <gradcache/streaming_loss.h>
 #include <gradcache/version.h>
 
 #include <ATen/ATen.h>
 
 #include <algorithm>
-#include <chrono>
 #include <cstdio>
 #include <functional>
 #include <stdexcept>
@@ -54,28 +52,26 @@ struct Point {
 
 using LossFn = std::function<at::Tensor(const at::Tensor&, const at::Tensor&)>;
 
-// One forward + backward on fresh leaves: the loss, the peak beyond what was live before, seconds.
-void run_once(const LossFn& loss_fn, const at::Tensor& q0, const at::Tensor& p0, Point& point, bool record) {
+// One forward + backward on fresh leaves: the loss, and the peak beyond what was live before.
+void run_once(const LossFn& loss_fn, const at::Tensor& q0, const at::Tensor& p0, Point& point) {
   auto q = q0.detach().requires_grad_(true), p = p0.detach().requires_grad_(true);
-  const int64_t before = gc::CpuMemoryTracker::stats().current;
-  gc::CpuMemoryTracker::reset_peak();
-  const auto start = std::chrono::steady_clock::now();
-  auto loss = loss_fn(q, p);
-  loss.backward();
-  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  point.peak_bytes = std::max(point.peak_bytes, gc::CpuMemoryTracker::stats().peak - before);
-  point.loss = loss.item<double>();
-  if (record) point.times.push_back(seconds);
+  point.peak_bytes = std::max(point.peak_bytes, peak_bytes_of([&] {
+                                auto loss = loss_fn(q, p);
+                                loss.backward();
+                                point.loss = loss.item<double>();
+                              }));
 }
 
-// The losses of one N, run alternately (warm-up round first unless `runs` is 1): on a shared
-// machine both then see the same background load, which keeps their ratio meaningful.
+// The losses of one N, run alternately (time_interleaved; a warm-up round first unless
+// `runs` is 1): on a shared machine both then see the same background load, which keeps
+// their ratio meaningful.
 std::vector<Point> measure(const std::vector<LossFn>& losses, const at::Tensor& q, const at::Tensor& p,
                            int64_t runs, bool warm_up) {
   std::vector<Point> points(losses.size());
-  for (int64_t r = warm_up ? -1 : 0; r < runs; ++r) {
-    for (size_t i = 0; i < losses.size(); ++i) run_once(losses[i], q, p, points[i], r >= 0);
-  }
+  std::vector<std::function<void()>> steps;
+  for (size_t i = 0; i < losses.size(); ++i) steps.push_back([&, i] { run_once(losses[i], q, p, points[i]); });
+  const auto times = time_interleaved(steps, warm_up ? 1 : 0, runs);
+  for (size_t i = 0; i < losses.size(); ++i) points[i].times = times[i].wall;
   return points;
 }
 
@@ -110,26 +106,27 @@ std::string printf_text(const char* format, double a, double b = 0) {
 // --tile-sweep: the streaming loss's time and peak at one N for each tile size.
 ScenarioResult tile_sweep(const StreamingSettings& s, const Json& config) {
   const auto [q, p] = representations(s.tile_sweep, s.dim, s.seed);
-  ScenarioResult out;
-  Json rows = Json::array();
+  Report report("streaming", {}, "tile_sweep");
+  report.json = Json{{"config", config}, {"n", s.tile_sweep}};
+  std::string lines;
   for (int64_t tile : s.sweep_tiles) {
     const auto pt = measure({streaming_loss(s, tile)}, q, p, s.repeats, true)[0];
-    rows.push_back({{"tile", tile}, {"time_s", median(pt.times)}, {"peak_bytes", pt.peak_bytes}});
+    report.add_row({{"tile", tile}, {"time_s", median(pt.times)}, {"peak_bytes", pt.peak_bytes}});
     const std::string line = "N " + std::to_string(s.tile_sweep) + " tile " + printf_text("%5.0f", tile) + "  " +
                              printf_text("%.3f s  %.1f MiB", median(pt.times), to_mib(pt.peak_bytes));
-    progress("streaming: " + line);
-    out.text += line + "\n";
+    report.progress(line);
+    lines += line + "\n";
   }
-  out.json = Json{{"config", config}, {"n", s.tile_sweep}, {"tile_sweep", rows}};
-  return out;
+  return report.finish("streaming: the streaming loss's time (median wall seconds) and peak tensor memory per tile "
+                       "size, d = " + std::to_string(s.dim),
+                       lines);
 }
 
-// What the run over the sizes gathers: its rows and what the summary reads.
+// What the run over the sizes gathers for the summary (its rows go to the report).
 struct SizeRun {
   double dense_bytes_per_score = 0;  ///< measured at the first N, to extrapolate
   double dense_8192 = 0, streaming_8192 = 0;
   int64_t streaming_largest_peak = -1, largest_n = 0;
-  Json rows = Json::array();
 };
 
 std::string table_line(int64_t n, bool dense_runs, const Point& d, const Point& st, double estimate) {
@@ -154,8 +151,8 @@ std::string table_line(int64_t n, bool dense_runs, const Point& d, const Point& 
 }
 
 // One N: the streaming loss, and the dense one unless its peak, extrapolated from the first
-// N's bytes per score, would exceed --dense-limit-gib. Appends both rows; returns the table line.
-std::string measure_size(const StreamingSettings& s, int64_t n, SizeRun& run) {
+// N's bytes per score, would exceed --dense-limit-gib. Adds both rows; returns the table line.
+std::string measure_size(const StreamingSettings& s, int64_t n, SizeRun& run, Report& report) {
   const auto [q, p] = representations(n, s.dim, s.seed);
   const bool single = n >= s.single_run_from;
   Json dense_row = {{"n", n}, {"loss", "dense"}};
@@ -175,13 +172,13 @@ std::string measure_size(const StreamingSettings& s, int64_t n, SizeRun& run) {
                       {"estimated_peak_bytes", static_cast<int64_t>(estimate)},
                       {"note", "estimated peak above --dense-limit-gib " + std::to_string(s.dense_limit_gib)}});
   }
-  run.rows.push_back(dense_row);
-  run.rows.push_back({{"n", n},
-                      {"loss", "streaming"},
-                      {"peak_bytes", st.peak_bytes},
-                      {"time_s", median(st.times)},
-                      {"times_s", st.times},
-                      {"loss_value", st.loss}});
+  report.add_row(dense_row);
+  report.add_row({{"n", n},
+                  {"loss", "streaming"},
+                  {"peak_bytes", st.peak_bytes},
+                  {"time_s", median(st.times)},
+                  {"times_s", st.times},
+                  {"loss_value", st.loss}});
   if (n == 8192 && dense_runs) run.dense_8192 = median(d.times), run.streaming_8192 = median(st.times);
   if (n >= run.largest_n) run.largest_n = n, run.streaming_largest_peak = st.peak_bytes;
   return table_line(n, dense_runs, d, st, estimate);
@@ -200,32 +197,35 @@ ScenarioResult run_streaming(const StreamingSettings& s, const CommonSettings& c
                        {"blas_threads", blas_threads}, {"dtype", "float32"}, {"gradcache", GRADCACHE_VERSION}};
   if (s.tile_sweep > 0) return tile_sweep(s, config);
 
-  ScenarioResult out;
-  out.text = "streaming: contrastive loss forward + backward, d = " + std::to_string(s.dim) + ", float32, temperature " +
-             option_text(s.temperature) + (s.symmetric ? ", symmetric" : "") + ", tile " + std::to_string(s.tile) +
-             "\npeak: tensor memory beyond the representations (CpuMemoryTracker); time: median wall seconds\n\n"
-             "      N | dense peak MiB | dense s | streaming peak MiB | streaming s | time ratio | loss diff\n"
-             "--------+----------------+---------+--------------------+-------------+------------+----------\n";
+  // The table is printed here, not by Table: bench/streaming_main.sh reads its "N |" lines.
+  Report report("streaming", {}, "results");
+  report.json["config"] = config;
+  std::string lines;
   SizeRun run;
   for (int64_t n : s.sizes) {
-    const std::string line = measure_size(s, n, run);
-    progress("streaming: " + line);
-    out.text += line + "\n";
+    const std::string line = measure_size(s, n, run, report);
+    report.progress(line);
+    lines += line + "\n";
   }
   const bool under_2gib = run.streaming_largest_peak < (int64_t{2} << 30);
-  Json summary = {{"largest_n", run.largest_n},
-                  {"streaming_peak_bytes_at_largest_n", run.streaming_largest_peak},
-                  {"streaming_under_2gib_at_largest_n", under_2gib},
-                  {"total_seconds", now_seconds() - t0}};
-  out.text += "\nstreaming at N = " + std::to_string(run.largest_n) + ": " + mib(run.streaming_largest_peak) +
-              " MiB beyond the representations (" + (under_2gib ? "under" : "NOT under") + " 2 GiB)";
+  report.json["summary"] = {{"largest_n", run.largest_n},
+                            {"streaming_peak_bytes_at_largest_n", run.streaming_largest_peak},
+                            {"streaming_under_2gib_at_largest_n", under_2gib},
+                            {"total_seconds", now_seconds() - t0}};
+  Json& summary = report.json["summary"];
+  lines += "\nstreaming at N = " + std::to_string(run.largest_n) + ": " + mib(run.streaming_largest_peak) +
+           " MiB beyond the representations (" + (under_2gib ? "under" : "NOT under") + " 2 GiB)";
   if (run.dense_8192 > 0) {
     summary["time_ratio_8192"] = run.streaming_8192 / run.dense_8192;
-    out.text += "; at N = 8192 streaming / dense time = " + fmt(run.streaming_8192 / run.dense_8192, 2);
+    lines += "; at N = 8192 streaming / dense time = " + fmt(run.streaming_8192 / run.dense_8192, 2);
   }
-  out.text += "\n";
-  out.json = Json{{"config", config}, {"results", run.rows}, {"summary", summary}};
-  return out;
+  return report.finish(
+      "streaming: contrastive loss forward + backward, d = " + std::to_string(s.dim) + ", float32, temperature " +
+          option_text(s.temperature) + (s.symmetric ? ", symmetric" : "") + ", tile " + std::to_string(s.tile) +
+          "\npeak: tensor memory beyond the representations (CpuMemoryTracker); time: median wall seconds\n\n"
+          "      N | dense peak MiB | dense s | streaming peak MiB | streaming s | time ratio | loss diff\n"
+          "--------+----------------+---------+--------------------+-------------+------------+----------",
+      lines + "\n");
 }
 
 }  // namespace gcbench

@@ -10,25 +10,19 @@
 namespace gcbench {
 
 void ThreadsSettings::add_options(OptionTable& t) {
-  model.add_options(t);
-  t.add("--batch", &batch, "contrastive batch (pairs)");
-  t.add("--chunk", &chunk, "chunk size");
+  BatchSettings::add_options(t);
   t.add("--reps", &reps, "timed repetitions of each setting");
   t.add("--max-seconds", &max_seconds, "per setting: fewer repetitions when slower");
 }
 
 ScenarioResult run_threads(const ThreadsSettings& s, const CommonSettings& common) {
-  ScenarioResult out;
-  Workload w(s.model);
-  w.train(true);
-  w.allocate_grads();
-  progress("threads: " + w.describe());
+  Report report("threads", {"intra-op", "OpenBLAS", "median ms", "CPU user s", "CPU sys s", "CPU / wall"});
+  Workload w = prepare_workload(s.model, report);
   const Batch b = w.batch(s.batch, 3);
   const Step cache = make_step(w, {"cache", s.chunk, /*retain_chunks=*/0});
   const bool blas = openblas_found();
-
-  Table table({"intra-op", "OpenBLAS", "median ms", "CPU user s", "CPU sys s", "CPU / wall"});
-  Json rows = Json::array();
+  report.json = s.to_json();
+  report.json["step"] = "cache (nothing retained)";
   std::string best;
   double best_t = 1e300;
   for (auto [intra, openblas] : std::vector<std::pair<int64_t, int64_t>>{{1, 1}, {1, 2}, {2, 1}, {2, 2}}) {
@@ -55,32 +49,25 @@ ScenarioResult run_threads(const ThreadsSettings& s, const CommonSettings& commo
       sys.push_back(c1.second - c0.second);
     }
     const double m = median(wall), u = median(user), y = median(sys);
-    const std::string name = std::to_string(used.intra_op) + "," + std::to_string(used.openblas);
-    rows.push_back({{"intra_op", used.intra_op},
+    report.add_row({{"intra_op", used.intra_op},
                     {"openblas", used.openblas},
                     {"median_s", m},
                     {"cpu_user_s", u},
                     {"cpu_sys_s", y},
                     {"reps", reps},
-                    {"times_s", wall}});
-    table.add({std::to_string(used.intra_op), std::to_string(used.openblas), fmt(m * 1e3, 1), fmt(u, 2), fmt(y, 2),
-               fmt((u + y) / m, 2)});
+                    {"times_s", wall}},
+                   {std::to_string(used.intra_op), std::to_string(used.openblas), fmt(m * 1e3, 1), fmt(u, 2),
+                    fmt(y, 2), fmt((u + y) / m, 2)});
     if (m < best_t) {
       best_t = m;
-      best = name;
+      best = std::to_string(used.intra_op) + "," + std::to_string(used.openblas);
     }
   }
   set_threads(common.threads, common.blas_threads);  // back to the program's setting
-  out.json["model"] = s.model.to_json();
-  out.json["batch"] = s.batch;
-  out.json["chunk"] = s.chunk;
-  out.json["step"] = "cache (nothing retained)";
-  out.json["rows"] = rows;
-  out.json["fastest"] = best;
-  out.text = "threads: cache step (nothing retained), " + std::to_string(s.batch) + " pairs in chunks of " +
-             std::to_string(s.chunk) + ", medians of up to " + std::to_string(s.reps) + "\n" + table.str() +
-             "fastest (intra-op, OpenBLAS): " + best + "\n";
-  return out;
+  report.json["fastest"] = best;
+  return report.finish("threads: cache step (nothing retained), " + std::to_string(s.batch) + " pairs in chunks of " +
+                           std::to_string(s.chunk) + ", medians of up to " + std::to_string(s.reps),
+                       "fastest (intra-op, OpenBLAS): " + best + "\n");
 }
 
 }  // namespace gcbench

@@ -1,26 +1,14 @@
-// The scenarios of gradcache-bench: the settings each one reads (with their command-line
-// options) and the function that runs it.
+// The scenarios of gradcache-bench: the settings each one reads (option groups of the
+// skeleton, skeleton.h, and flags of its own) and the function that runs it.
 #pragma once
 
-#include "report.h"
-#include "workload.h"
+#include "skeleton.h"
 
 #include <cstdint>
 #include <string>
 #include <vector>
 
 namespace gcbench {
-
-class OptionTable;
-
-/// Settings every scenario reads (filled by the common options).
-struct CommonSettings {
-  bool json = false;
-  std::string plot;        ///< PNG path; empty: no plot
-  int64_t threads = 1;     ///< LibTorch intra-op threads
-  int64_t blas_threads = 1;  ///< OpenBLAS threads (0: as OpenBLAS decided; the streaming scenario's default)
-  std::string program;     ///< argv[0] resolved (/proc/self/exe), for child processes
-};
 
 struct ExactnessSettings {
   ModelSettings transformer;
@@ -48,37 +36,30 @@ struct MemorySettings {
 };
 ScenarioResult run_memory(const MemorySettings& s, const CommonSettings& common);
 
-/// One configuration of the memory scenario, measured in a fresh process (`--child memory`).
-struct MemoryPointSettings {
-  ModelSettings model;
+/// One configuration of the memory scenario, measured in a fresh process (`child-memory`).
+struct MemoryPointSettings : BatchSettings, ChildThreads {
   std::string mode = "cache";
-  int64_t batch = 64;
-  int64_t chunk = 64;
-  int64_t retain = -1;  ///< cache only: GradCacheOptions::retain_chunks
-  int64_t threads = 1, blas_threads = 1;
+  MemoryPointSettings() : BatchSettings(64, 64) {}
   void add_options(OptionTable& table);
 };
 Json measure_memory_point(const MemoryPointSettings& s);
 
-struct OverheadSettings {
-  ModelSettings model;
-  int64_t batch = 256, chunk = 64;
-  int64_t reps = 7, warmup = 1;
+struct OverheadSettings : BatchSettings, Repetitions {
   bool extras = true;  ///< also time a cache with 1 chunk retained per model and the InferenceMode idea
   double model_limit = 1.05;  ///< measured / predicted cache / accumulate, nothing retained
+  OverheadSettings() : BatchSettings(256, 64), Repetitions(7, 1) {}
   void add_options(OptionTable& table);
 };
 ScenarioResult run_overhead(const OverheadSettings& s, const CommonSettings& common);
 
-struct RetainSettings {
-  ModelSettings model;
-  int64_t batch = 256, chunk = 64;  ///< 4 chunks per model: r = 0, 1, 2, 3, 4
+/// By default 256 pairs in chunks of 64: 4 chunks per model, r = 0, 1, 2, 3, 4.
+struct RetainSettings : BatchSettings, Repetitions {
   std::vector<int64_t> retain;      ///< empty: 0..n for n <= 8, else 0, n/4, n/2, 3n/4, n
-  int64_t reps = 5, warmup = 1;
   /// retain_memory budgets, in percent of the batch's activations (the budget table)
   std::vector<int64_t> budget_percents{15, 30, 45, 60, 75, 90};
   double budget_goal = 1.2;   ///< the budget table names the first budget with cache / accumulate <= this
   double model_limit = 1.05;  ///< measured / predicted, nothing and half the chunks retained
+  RetainSettings() : BatchSettings(256, 64), Repetitions(5, 1) {}
   void add_options(OptionTable& table);
 };
 ScenarioResult run_retain(const RetainSettings& s, const CommonSettings& common);
@@ -91,60 +72,59 @@ struct ChunkSizeSettings {
 };
 ScenarioResult run_chunk_size(const ChunkSizeSettings& s, const CommonSettings& common);
 
-struct ThreadsSettings {
-  ModelSettings model;
-  int64_t batch = 128, chunk = 64;
+struct ThreadsSettings : BatchSettings {
   int64_t reps = 3;
   double max_seconds = 8;  ///< per setting: fewer repetitions for a slow one
+  ThreadsSettings() : BatchSettings(128, 64) {}
   void add_options(OptionTable& table);
 };
 ScenarioResult run_threads(const ThreadsSettings& s, const CommonSettings& common);
 
-struct DistributedSettings {
-  ModelSettings model;
-  int64_t batch = 256, chunk = 32;
-  int64_t reps = 5, warmup = 1;
+struct DistributedSettings : BatchSettings, Repetitions {
   std::vector<int64_t> processes{1, 2};
+  DistributedSettings() : BatchSettings(256, 32), Repetitions(5, 1) {}
   void add_options(OptionTable& table);
 };
 ScenarioResult run_distributed(const DistributedSettings& s, const CommonSettings& common);
 
-/// One rank of one configuration of the distributed scenario (`--child distributed`).
-struct DistributedPointSettings {
-  ModelSettings model;
-  int64_t batch = 256, chunk = 32, reps = 5, warmup = 1;
-  int64_t rank = 0, world = 1, port = 0;
-  int64_t threads = 1, blas_threads = 1;
+/// One rank of one configuration of the distributed scenario (`child-distributed`).
+struct DistributedPointSettings : BatchSettings, Repetitions, ChildRank {
+  DistributedPointSettings() : BatchSettings(256, 32), Repetitions(5, 1) {}
+  explicit DistributedPointSettings(const DistributedSettings& s) : BatchSettings(s), Repetitions(s) {}
   void add_options(OptionTable& table);
 };
 Json measure_distributed_point(const DistributedPointSettings& s);
 
+/// What the sharded-loss scenario hands to each of its points: the representations' size, the
+/// score tiles, the timed steps.
+struct ShardedLossShape {
+  int64_t dim = 256, tile = 1024, reps = 1;
+  void add_options(OptionTable& table);
+};
+
 /// The loss alone across W processes: every rank computing the whole loss over gathered
 /// representations (streaming) vs each rank its share, passage blocks going round a ring
 /// (ShardedContrastiveLoss). Loss forward + backward time and peak memory per rank.
-struct ShardedLossSettings {
+struct ShardedLossSettings : ShardedLossShape {
   std::vector<int64_t> sizes{4096, 16384, 65536};  ///< global N (pairs)
   std::vector<int64_t> processes{1, 2, 4};
-  int64_t dim = 256, tile = 1024, reps = 1;
   int64_t gathered_up_to = 16384;  ///< the gathered baseline only up to this N (it costs W = 1's time on every rank)
   void add_options(OptionTable& table);
 };
 ScenarioResult run_sharded_loss(const ShardedLossSettings& s, const CommonSettings& common);
 
 /// One rank of one point of the sharded-loss scenario (`child-sharded-loss`).
-struct ShardedLossPointSettings {
+struct ShardedLossPointSettings : ShardedLossShape, ChildRank {
   std::string mode = "sharded";  ///< "sharded" or "gathered"
-  int64_t size = 4096, dim = 256, tile = 1024, reps = 1;
-  int64_t rank = 0, world = 1, port = 0;
-  int64_t threads = 1, blas_threads = 1;
+  int64_t size = 4096;
+  ShardedLossPointSettings() = default;
+  explicit ShardedLossPointSettings(const ShardedLossShape& shape) : ShardedLossShape(shape) {}
   void add_options(OptionTable& table);
 };
 Json measure_sharded_loss_point(const ShardedLossPointSettings& s);
 
-struct PrecisionSettings {
-  ModelSettings model;
-  int64_t batch = 128, chunk = 32;
-  int64_t reps = 5, warmup = 1;
+struct PrecisionSettings : BatchSettings, Repetitions {
+  PrecisionSettings() : BatchSettings(128, 32), Repetitions(5, 1) {}
   void add_options(OptionTable& table);
 };
 ScenarioResult run_precision(const PrecisionSettings& s, const CommonSettings& common);
@@ -168,10 +148,8 @@ struct StreamingSettings {
 ScenarioResult run_streaming(const StreamingSettings& s, const CommonSettings& common);
 
 /// Many training steps in one process, RSS sampled as they go: does memory stop growing once
-/// warmed up?
-struct SoakSettings {
-  ModelSettings model;  ///< smaller than the other scenarios' (dim 32, 1 layer): 1,000 steps in minutes
-  int64_t batch = 32, chunk = 8;
+/// warmed up? A smaller model than the others' (dim 32, 1 layer): 1,000 steps in minutes.
+struct SoakSettings : BatchSettings {
   int64_t steps = 1000;
   int64_t every = 50;          ///< steps between RSS samples
   int64_t warmup_steps = 200;  ///< growth is measured from the first sample at or after this step

@@ -1,5 +1,5 @@
 // gradcache-bench's flag table (bench/options.h): a flag shared by several rows sets all of
-// them, settings survive the trip to a child process's flags, lists and bad values.
+// them, settings survive the trip to a child process's command line, lists and bad values.
 #include "options.h"
 
 #include <CLI/CLI.hpp>
@@ -69,6 +69,26 @@ TEST(BenchOptions, SettingsRoundTripThroughChildFlags) {
   EXPECT_EQ(child.mode, parent.mode);
   EXPECT_EQ(child.batches, parent.batches);
   EXPECT_EQ(child.modes, parent.modes);
+}
+
+TEST(BenchOptions, ChildCommandLineIsTheCommandThenTheSettingsFlags) {
+  Settings parent;
+  parent.batch = 9;
+  parent.modes = {"full"};
+  parent.no_spawn = true;  // a switch: not handed over (the children have none)
+  const auto args = gcbench::child_command_line("child-demo", parent);
+  ASSERT_FALSE(args.empty());
+  EXPECT_EQ(args.front(), "child-demo");
+  EXPECT_EQ(args.size(), 1u + 2 * 5);  // five flags with values
+  EXPECT_EQ(parent.batch, 9);          // the settings themselves are untouched
+
+  Settings child;
+  gcbench::OptionTable child_table;
+  child.add_options(child_table);
+  parse(child_table, std::vector<std::string>(args.begin() + 1, args.end()));
+  EXPECT_EQ(child.batch, 9);
+  EXPECT_EQ(child.modes, (std::vector<std::string>{"full"}));
+  EXPECT_FALSE(child.no_spawn);
 }
 
 TEST(BenchOptions, LastValueWinsAndBadValuesAreErrors) {
