@@ -11,9 +11,15 @@ namespace detail {
 /// softmax(q k^T / sqrt(head size)) v per head, over the keys `key_mask` allows, with dropout of
 /// probability `dropout` on the attention probabilities (drawn from the default generator).
 /// q, k, v: [B, heads, T, head size]; key_mask: [B, 1, 1, T] bool (true = attend) or undefined
-/// (every key). Returns [B, heads, T, head size].
+/// (every key). Returns [B, heads, T, head size]. LibTorch's fused scaled-dot-product attention
+/// where the version has it, else attention_by_definition.
 at::Tensor attention(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, const at::Tensor& key_mask,
                      double dropout);
+
+/// The same computed from its definition (matmul, masked softmax, dropout, matmul): LibTorch
+/// 1.13's path, and the tests' reference for the fused one.
+at::Tensor attention_by_definition(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
+                                   const at::Tensor& key_mask, double dropout);
 
 }  // namespace detail
 }  // namespace hf

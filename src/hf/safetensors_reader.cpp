@@ -7,7 +7,6 @@
 #include "hf/safetensors_dtypes.h"
 
 #include <ATen/ops/empty.h>
-#include <c10/util/irange.h>
 
 #include <fcntl.h>
 #include <sys/stat.h>

@@ -4,9 +4,12 @@
 // Tolerance of fp32 outputs: see test_sentence_transformer.cpp. For the tiny model's hidden
 // states and pooler output (entries O(1)): L sqrt(n) u = 2 x 7 x 6e-8 = 8e-7, and the pooler's
 // tanh does not amplify (|tanh'| <= 1): kTinyTolerance = 2e-6 (observed: 0).
-#include "hf_test_util.h"
+#include "model_test_util.h"
 
 #include <gradcache/hf/bert.h>
+#include <gradcache/precision.h>
+
+#include "hf/attention.h"
 
 namespace hf = gradcache::hf;
 using hftest::model_file_error;
@@ -191,4 +194,42 @@ TEST(Bert, PytorchModelBinWrittenByPython) {
   const std::string message = model_file_error([&] { hf::load_transformer(dir + "/ordered"); });
   EXPECT_NE(message.find("holds an OrderedDict"), std::string::npos) << message;
   EXPECT_NE(message.find("convert it to model.safetensors"), std::string::npos) << message;
+}
+
+TEST(Bert, AttentionByDefinitionEqualsTheFusedKernel) {
+  // LibTorch 1.13 has no fused attention and computes it from its definition: both must agree
+  // (here, where both exist). Sums of 8 (head size) and 12 (keys) terms in fp64: 1e-14 is tight.
+  torch::manual_seed(3);
+  const auto options = torch::TensorOptions().dtype(torch::kDouble);
+  const auto q = torch::randn({3, 4, 12, 8}, options), k = torch::randn({3, 4, 12, 8}, options),
+             v = torch::randn({3, 4, 12, 8}, options);
+  const auto lengths = torch::tensor({12, 5, 1});
+  const auto key_mask = (torch::arange(12).unsqueeze(0) < lengths.unsqueeze(1)).view({3, 1, 1, 12});
+  for (const torch::Tensor& mask : {torch::Tensor(), key_mask}) {
+    const auto fused = hf::detail::attention(q, k, v, mask, 0.0);
+    const auto defined = hf::detail::attention_by_definition(q, k, v, mask, 0.0);
+    EXPECT_LT(hftest::max_abs_diff(fused, defined), 1e-14) << (mask.defined() ? "masked" : "no mask");
+  }
+  // With dropout both draw from the default generator: the same seed gives the same output twice.
+  torch::manual_seed(9);
+  const auto first = hf::detail::attention(q, k, v, key_mask, 0.3);
+  torch::manual_seed(9);
+  EXPECT_TRUE(torch::equal(first, hf::detail::attention(q, k, v, key_mask, 0.3)));
+}
+
+TEST(Bert, Bf16AutocastRuns) {
+  // Under CPU autocast (GradCacheOptions().precision(bf16) scopes each model call so) the
+  // projections run in bf16 and LayerNorm in fp32. Each linear rounds its inputs and weights to
+  // bf16 (unit roundoff 2^-9 = 2e-3): about 2 x 2e-3 relative per linear, 6 linears in a row
+  // over the 2 layers, so the outputs stay within ~2.4e-2 of fp32's in relative (Frobenius) norm.
+  auto model = hf::load_transformer(hftest::tiny_model_dir());
+  const auto& expected = tiny_expected();
+  torch::NoGradGuard no_grad;
+  gradcache::AutocastScope autocast(gradcache::Precision::bf16, torch::kCPU);
+  const auto out = model->encode(hftest::tensor(expected, "input_ids"), hftest::tensor(expected, "attention_mask"));
+  EXPECT_TRUE(torch::isfinite(out.last_hidden_state).all().item<bool>());
+  const auto& reference = hftest::tensor(expected, "last_hidden_state");
+  const double relative = (out.last_hidden_state.to(torch::kFloat) - reference).norm().item<double>() / reference.norm().item<double>();
+  std::cout << "[tiny bert, bf16 autocast] relative difference from fp32 " << relative << std::endl;
+  EXPECT_LT(relative, 2.4e-2);
 }

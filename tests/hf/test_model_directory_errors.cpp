@@ -1,6 +1,6 @@
 // A model directory that cannot be used: each problem is one ModelFileError naming the file and
 // saying what is wrong.
-#include "hf_test_util.h"
+#include "model_test_util.h"
 
 namespace hf = gradcache::hf;
 

@@ -1,6 +1,6 @@
 // The safetensors reader and writer: against files the Python package wrote (byte for byte),
 // every dtype round trip, and every way a header can lie.
-#include "hf_test_util.h"
+#include "model_test_util.h"
 
 namespace hf = gradcache::hf;
 using hftest::fs::path;

@@ -14,7 +14,7 @@
 //   48 (weightedmean): 48 u = 3e-6 relative; kPoolingTolerance = 1e-5.
 // What a real mistake does is far above all three: the tanh GELU for the exact one, a lost
 // LayerNorm, a mask or a pooling mode wrong moves embeddings by 1e-4 to 1e-1.
-#include "hf_test_util.h"
+#include "model_test_util.h"
 
 #include <gradcache/hf/pooling.h>
 

@@ -1,4 +1,4 @@
-// Shared by the gradcache::hf tests: the committed fixtures, the Python reference (live tests),
+// Shared by the gradcache::hf model tests (the tokenizer's have hf_test_util.h): the committed fixtures, the Python reference (live tests),
 // and comparisons.
 //
 // Where the fixtures come from: tests/hf/make_fixtures.py (a tiny random BERT made by
