@@ -3,6 +3,7 @@
 #include "detail/atomic_file.h"
 #include "detail/staged_directory.h"
 #include "hf/model_json.h"
+#include "hf/unicode.h"
 
 #include <ATen/ATen.h>
 
@@ -47,6 +48,14 @@ int64_t max_seq_length(const std::string& transformer_dir, bool with_modules, co
   if (!length && fs::exists(tokenizer_config))
     length = tokenizer_max_length(detail::read_text_file(tokenizer_config), tokenizer_config);
   return std::min(length.value_or(model.max_position_embeddings()), model.max_position_embeddings());
+}
+
+// Rust's char::to_lowercase of every character, as sentence-transformers' do_lower_case (a
+// Lowercase normaliser in front of the tokenizer's).
+std::string lower_case(const std::string& text) {
+  std::u32string lowered;
+  for (char32_t c : unicode::decode_utf8(text)) unicode::append_lowercase(lowered, c);
+  return unicode::encode_utf8(lowered);
 }
 
 PoolingOptions read_pooling(const std::string& dir, const ModuleSpec& spec, const TransformerBackbone& model) {
@@ -114,6 +123,32 @@ std::string SentenceTransformerImpl::prompt(const std::string& name) const {
                               (known.empty() ? "none" : known) + ")");
 }
 
+const Tokenizer& SentenceTransformerImpl::tokenizer() const {
+  if (options_.tokenizer() == nullptr)
+    throw std::logic_error("SentenceTransformer: this model has no tokenizer (its directory had no tokenizer.json or vocab.txt)");
+  return *options_.tokenizer();
+}
+
+std::map<std::string, at::Tensor> SentenceTransformerImpl::tokenize(const std::vector<std::string>& texts,
+                                                                    const std::optional<std::string>& prompt_text) const {
+  const Tokenizer& tokens = tokenizer();
+  const std::string prefix = prompt_text ? *prompt_text : prompt(options_.settings().default_prompt_name);
+  auto prepare = [&](const std::string& text) { return options_.do_lower_case() ? lower_case(text) : text; };
+  const auto max_len = static_cast<size_t>(options_.max_seq_length());
+  std::vector<std::vector<int64_t>> ids;
+  ids.reserve(texts.size());
+  for (const std::string& text : texts) ids.push_back(tokens.encode(prepare(prefix + text), max_len));
+  auto batch = pad_batch(ids, std::max<int64_t>(tokens.pad_id(), 0));
+  if (!options_.pooling().include_prompt() && !prefix.empty()) {
+    // As sentence-transformers: the prompt's own ids, without a trailing special token ([SEP]).
+    const std::vector<int64_t> prompt_ids = tokens.encode(prepare(prefix), max_len);
+    auto length = static_cast<int64_t>(prompt_ids.size());
+    if (length > 0 && prompt_ids.back() == tokens.sep_id()) --length;
+    batch["prompt_length"] = at::full({static_cast<int64_t>(texts.size())}, length, at::kLong);
+  }
+  return batch;
+}
+
 void SentenceTransformerImpl::save(const std::string& dir) const {
   gradcache::detail::StagedDirectory staged(dir, "config.json", /*overwrite=*/true, "SentenceTransformer::save directory");
   save_transformer(*transformer_, staged.partial());
@@ -130,6 +165,9 @@ void SentenceTransformerImpl::save(const std::string& dir) const {
       if (fs::exists(source)) fs::copy_file(source, staged.path(name), fs::copy_options::overwrite_existing);
     }
   }
+  // A tokenizer read from vocab.txt (or given in code) gets its tokenizer.json too.
+  if (options_.tokenizer() != nullptr && !fs::exists(staged.path("tokenizer.json")))
+    gradcache::detail::write_file_atomic(staged.path("tokenizer.json"), options_.tokenizer()->to_json());
   staged.commit();
 }
 
@@ -161,7 +199,11 @@ SentenceTransformer load_sentence_transformer(const std::string& dir) {
   const bool has_tokenizer = std::any_of(std::begin(kTokenizerFiles), std::end(kTokenizerFiles), [&](const char* name) {
     return fs::exists(fs::path(transformer_dir) / name);
   });
-  if (has_tokenizer) options.tokenizer_dir(transformer_dir);
+  if (has_tokenizer) {
+    options.tokenizer_dir(transformer_dir);
+    if (fs::exists(fs::path(transformer_dir) / "tokenizer.json") || fs::exists(fs::path(transformer_dir) / "vocab.txt"))
+      options.tokenizer(std::make_shared<const Tokenizer>(Tokenizer::from_directory(transformer_dir)));
+  }
   SentenceTransformer model(transformer, options);
   model->eval();
   return model;

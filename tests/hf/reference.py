@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """The Python reference of the live tests of tests/hf (called by hf_tests; offline, CPU, fp32).
 
-    reference.py encode MODEL_DIR TEXTS_JSON OUT    token ids, mask and SentenceTransformer.encode
+    reference.py encode MODEL_DIR TEXTS_JSON OUT [PROMPT_NAME]
+                                                    token ids, mask and SentenceTransformer.encode
     reference.py cmnrl MODEL_DIR BATCH MINI OUT     CachedMultipleNegativesRankingLoss: loss, gradients
     reference.py save_bin MODEL_DIR OUT_DIR         OUT_DIR/{ordered,plain}: config.json and a
                                                     pytorch_model.bin, torch.save of the state_dict
@@ -29,12 +30,13 @@ def load(model_dir):
     return model
 
 
-def encode(model_dir, texts_file, out):
+def encode(model_dir, texts_file, out, prompt_name=None):
     with open(texts_file, encoding="utf-8") as f:
         texts = json.load(f)
     model = load(model_dir)
-    batch = model.preprocess(texts) if hasattr(model, "preprocess") else model.tokenize(texts)
-    embeddings = model.encode(texts, batch_size=32, convert_to_tensor=True)
+    prompted = [model.prompts[prompt_name] + text for text in texts] if prompt_name else texts
+    batch = model.preprocess(prompted) if hasattr(model, "preprocess") else model.tokenize(prompted)
+    embeddings = model.encode(texts, batch_size=32, convert_to_tensor=True, prompt_name=prompt_name)
     save_file({"input_ids": batch["input_ids"].to(torch.int64).contiguous(),
                "attention_mask": batch["attention_mask"].to(torch.int64).contiguous(),
                "embeddings": embeddings.float().contiguous()}, out, metadata={"format": "pt"})

@@ -142,7 +142,10 @@ TEST(SentenceTransformer, MiniLmMatchesEncodeLive) {
   const auto expected = hf::read_safetensors(scratch + "/out.safetensors");
   EXPECT_EQ(hftest::tensor(expected, "input_ids").size(1), 256);  // truncated at max_seq_length
   auto model = hf::load_sentence_transformer(dir);
-  const double error = hftest::max_abs_diff(embed(model, hftest::fixture_batch(expected)), hftest::tensor(expected, "embeddings"));
+  const auto ours = model->tokenize(texts);  // our tokenizer, then our model
+  EXPECT_TRUE(torch::equal(ours.at("input_ids"), hftest::tensor(expected, "input_ids")));
+  EXPECT_TRUE(torch::equal(ours.at("attention_mask"), hftest::tensor(expected, "attention_mask")));
+  const double error = hftest::max_abs_diff(embed(model, ours), hftest::tensor(expected, "embeddings"));
   std::cout << "[all-MiniLM-L6-v2, live] max |embedding difference| " << error << std::endl;
   EXPECT_LT(error, kMiniLmTolerance);
 }
@@ -214,4 +217,59 @@ TEST(SentenceTransformer, Prompts) {
   EXPECT_THROW(model->prompt("document"), std::invalid_argument);
   hftest::write_text(dir + "/config_sentence_transformers.json", R"({"prompts": {}, "default_prompt_name": "query"})");
   EXPECT_NE(model_file_error([&] { hf::load_sentence_transformer(dir); }).find("names no prompt"), std::string::npos);
+}
+
+TEST(SentenceTransformer, TokenizesAsPythonThenEncodes) {
+  auto model = hf::load_sentence_transformer(hftest::tiny_model_dir());
+  const auto& expected = tiny_expected();
+  const auto batch = model->tokenize(hftest::fixture_texts(expected));
+  EXPECT_TRUE(torch::equal(batch.at("input_ids"), hftest::tensor(expected, "input_ids")));
+  EXPECT_TRUE(torch::equal(batch.at("attention_mask"), hftest::tensor(expected, "attention_mask")));
+  EXPECT_LT(hftest::max_abs_diff(embed(model, batch), hftest::tensor(expected, "embeddings")), kTinyTolerance);
+  EXPECT_EQ(batch.count("prompt_length"), 0u);
+  // A prompt is text in front of each text.
+  const auto prompted = model->tokenize({"a dog"}, "query: ");
+  EXPECT_TRUE(torch::equal(prompted.at("input_ids"), model->tokenize({"query: a dog"}).at("input_ids")));
+}
+
+TEST(SentenceTransformer, MiniLmTokenizesAndEncodesAsCommitted) {
+  const std::string dir = hftest::minilm_dir();
+  if (dir.empty()) GTEST_SKIP() << "all-MiniLM-L6-v2 not found";
+  auto model = hf::load_sentence_transformer(dir);
+  const auto expected = hf::read_safetensors(hftest::fixtures() + "/minilm_expected.safetensors");
+  const auto batch = model->tokenize(hftest::fixture_texts(expected));
+  EXPECT_TRUE(torch::equal(batch.at("input_ids"), hftest::tensor(expected, "input_ids")));
+  EXPECT_LT(hftest::max_abs_diff(embed(model, batch), hftest::tensor(expected, "embeddings")), kMiniLmTolerance);
+}
+
+TEST(SentenceTransformer, PromptsLeftOutOfPoolingAsInPython) {
+  // include_prompt false: the pooling skips the prompt's tokens ([CLS] and "query :"), which
+  // tokenize() counts as sentence-transformers does.
+  if (!hftest::python_missing().empty()) GTEST_SKIP() << hftest::python_missing();
+  const std::string scratch = hftest::scratch_dir();
+  const std::string dir = hftest::copy_of_tiny_model(scratch);
+  hftest::write_text(dir + "/1_Pooling/config.json", R"({"embedding_dimension": 32, "pooling_mode": "mean", "include_prompt": false})");
+  hftest::write_text(dir + "/config_sentence_transformers.json", R"({"prompts": {"query": "query: "}, "default_prompt_name": null})");
+  const auto texts = hftest::fixture_texts(tiny_expected());
+  hftest::write_text(scratch + "/texts.json", nlohmann::json(texts).dump());
+  ASSERT_TRUE(hftest::run_reference({"encode", dir, scratch + "/texts.json", scratch + "/out.safetensors", "query"}));
+  const auto expected = hf::read_safetensors(scratch + "/out.safetensors");
+  auto model = hf::load_sentence_transformer(dir);
+  const auto batch = model->tokenize(texts, model->prompt("query"));
+  EXPECT_TRUE(torch::equal(batch.at("input_ids"), hftest::tensor(expected, "input_ids")));
+  // [CLS] and the prompt's pieces: the prompt's own ids but the trailing [SEP].
+  EXPECT_EQ(batch.at("prompt_length")[0].item<int64_t>(), model->tokenize({"query: "}).at("input_ids").size(1) - 1);
+  EXPECT_LT(hftest::max_abs_diff(embed(model, batch), hftest::tensor(expected, "embeddings")), kTinyTolerance);
+}
+
+TEST(SentenceTransformer, LowerCasesWhenAsked) {
+  const std::string dir = hftest::copy_of_tiny_model(hftest::scratch_dir());
+  hftest::write_text(dir + "/sentence_bert_config.json", R"({"max_seq_length": 16, "do_lower_case": true})");
+  auto model = hf::load_sentence_transformer(dir);
+  EXPECT_TRUE(model->options().do_lower_case());
+  EXPECT_EQ(model->options().max_seq_length(), 16);
+  EXPECT_TRUE(torch::equal(model->tokenize({"ÄRGER Über İ"}).at("input_ids"), model->tokenize({"ärger über i\u0307"}).at("input_ids")));
+  std::string many_words;
+  for (int i = 0; i < 40; ++i) many_words += "the ";
+  EXPECT_EQ(model->tokenize({many_words}).at("input_ids").size(1), 16);
 }

@@ -6,13 +6,15 @@
 //   gradcache::GradCache cache({model, model}, /*chunk_size=*/32,
 //       gradcache::SimpleContrastiveLoss(gradcache::ContrastiveLossOptions()
 //           .similarity(gradcache::Similarity::Cosine).temperature(0.05)));
-//   auto loss = cache({queries, passages});   // batches: {"input_ids", "attention_mask"}
+//   model->train();
+//   auto loss = cache({model->tokenize(queries), model->tokenize(passages)});
 //   optimizer.step();
 //   model->save("fine-tuned");
 #pragma once
 
 #include <gradcache/hf/pooling.h>
 #include <gradcache/hf/sentence_transformer_config.h>
+#include <gradcache/hf/tokenizer.h>
 #include <gradcache/hf/transformer.h>
 
 #include <ATen/core/Dict.h>
@@ -22,6 +24,7 @@
 
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -39,8 +42,11 @@ struct SentenceTransformerOptions {
   TORCH_ARG(bool, normalize) = false;
   /// Prompts by name, default prompt and similarity (config_sentence_transformers.json).
   TORCH_ARG(ModelSettings, settings) = ModelSettings();
+  /// The tokenizer (nullptr: tokenize() is unavailable; batches of ids still work).
+  TORCH_ARG(std::shared_ptr<const Tokenizer>, tokenizer) = nullptr;
   /// The directory holding the tokenizer's files (tokenizer.json, vocab.txt, ...): save() copies
-  /// them so that Python can load the saved model. "" when there is none.
+  /// them so that Python can load the saved model. "" when there is none (save() then writes the
+  /// tokenizer's to_json() as tokenizer.json, if there is a tokenizer).
   TORCH_ARG(std::string, tokenizer_dir) = "";
 };
 
@@ -67,6 +73,16 @@ class SentenceTransformerImpl : public torch::nn::Module {
   /// The text of prompt `name` ("" for ""); std::invalid_argument listing the prompts otherwise.
   std::string prompt(const std::string& name) const;
 
+  /// The batch of `texts` as SentenceTransformer.encode tokenizes it: `prompt` (a prompt's text,
+  /// e.g. prompt("query"); by default the default prompt's, if the model has one) before each
+  /// text, lower-cased if do_lower_case(), [CLS] pieces [SEP] cut at max_seq_length(), padded to
+  /// the longest with the tokenizer's pad id: {"input_ids", "attention_mask"} int64 [B, T], and
+  /// "prompt_length" [B] when the pooling leaves the prompt out. std::logic_error without a tokenizer.
+  std::map<std::string, at::Tensor> tokenize(const std::vector<std::string>& texts,
+                                             const std::optional<std::string>& prompt = std::nullopt) const;
+  /// The tokenizer; std::logic_error if the model has none.
+  const Tokenizer& tokenizer() const;
+
   /// Writes a sentence-transformers directory: config.json and model.safetensors (the
   /// transformer), modules.json, 1_Pooling/config.json, 2_Normalize/ (if normalising),
   /// sentence_bert_config.json, config_sentence_transformers.json and the tokenizer's files. The
@@ -86,7 +102,9 @@ TORCH_MODULE(SentenceTransformer);
 /// Loads a model directory in one call, in eval mode: with modules.json, its modules
 /// (Transformer, Pooling, optional Normalize) and their configuration files; without it, a plain
 /// Hugging Face directory (config.json + weights) as sentence-transformers does, i.e. the
-/// transformer with mean pooling. max_seq_length comes from sentence_bert_config.json, else the
+/// transformer with mean pooling. The tokenizer comes from tokenizer.json or vocab.txt (a
+/// directory without either loads without one; a tokenizer file that cannot be used throws
+/// its TokenizerError). max_seq_length comes from sentence_bert_config.json, else the
 /// tokenizer's model_max_length, capped at the model's max_position_embeddings. Throws
 /// ModelFileError naming the file at fault.
 SentenceTransformer load_sentence_transformer(const std::string& dir);
