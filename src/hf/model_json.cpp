@@ -32,6 +32,8 @@ Json parse_json(std::string_view text, const std::string& file, int max_depth) {
   } catch (const Json::parse_error& error) {
     // Not error.what(): it quotes the offending bytes, which need not be UTF-8.
     throw ModelFileError(file, "not valid JSON (syntax error at byte " + std::to_string(error.byte) + ")");
+  } catch (const Json::out_of_range&) {  // a number beyond a double, e.g. 1e400 (found by fuzz_safetensors)
+    throw ModelFileError(file, "not valid JSON here: a number out of range");
   }
 }
 

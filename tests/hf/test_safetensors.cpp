@@ -137,6 +137,9 @@ TEST(Safetensors, HeaderStructure) {
   EXPECT_NE(read_error(file_with("{" + t + "," + t + "}", 0)).find("duplicate JSON key \"t\""), std::string::npos);
   EXPECT_NE(read_error(file_with("{\"t\":{\"dtype\":\"U8\",\"shape\":[[0]],\"data_offsets\":[0,0]}}", 0)).find("nested"),
             std::string::npos);
+  // A number beyond a double (nlohmann's out_of_range, not a parse error; fuzz_safetensors found it).
+  EXPECT_NE(read_error(file_with("{\"w\":{\"shape\":[2,184467440e29496729]}}", 0)).find("number out of range"),
+            std::string::npos);
   // Not UTF-8: the message stays valid UTF-8 (the bytes are not quoted).
   const std::string message = read_error(file_with("{\"\xff\":1}", 0));
   EXPECT_NE(message.find("not valid JSON"), std::string::npos);
