@@ -74,11 +74,11 @@ def best_of(repeats, fn):
     return best
 
 
-def python_side(model, sets, step, threads, repeats):
+def python_side(model, sets, step, threads, repeats, step_only):
     torch.set_num_threads(threads)
     rows = []
     model.eval()
-    for name, (texts, feature_batches) in sets.items():
+    for name, (texts, feature_batches) in ({} if step_only else sets).items():
         def forward():
             with torch.inference_mode():
                 for features in feature_batches:
@@ -108,6 +108,7 @@ def main():
     parser.add_argument("--threads", type=int, nargs="+", default=[1, 2])
     parser.add_argument("--texts", type=int, default=512)
     parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--step-only", action="store_true", help="only the training step")
     parser.add_argument("--out")
     args = parser.parse_args()
 
@@ -118,7 +119,7 @@ def main():
     sets = {"short": (short, batches(model, short)), "long": (long, batches(model, long))}
     step = (model.tokenize(glosses[:STEP_PAIRS]), model.tokenize(glosses[STEP_PAIRS:2 * STEP_PAIRS]))
     tensors = {"step.chunk": torch.tensor(STEP_CHUNK)}
-    for name, (_, feature_batches) in sets.items():
+    for name, (_, feature_batches) in ({} if args.step_only else sets).items():
         for i, features in enumerate(feature_batches):
             tensors[f"{name}.ids.{i}"] = features["input_ids"].contiguous()
             tensors[f"{name}.mask.{i}"] = features["attention_mask"].contiguous()
@@ -131,7 +132,7 @@ def main():
         inputs = os.path.join(work, "inputs.safetensors")
         save_file(tensors, inputs)
         for threads in args.threads:
-            rows += python_side(model, sets, step, threads, args.repeats)
+            rows += python_side(model, sets, step, threads, args.repeats, args.step_only)
             out = subprocess.run([args.bench, args.model, inputs, str(threads), str(args.repeats)],
                                  check=True, capture_output=True, text=True).stdout
             rows += [json.loads(line) for line in out.splitlines() if line.startswith("{")]

@@ -33,21 +33,21 @@ std::string path_in(const std::string& dir, const std::string& relative, const s
   return ((fs::path(dir) / relative) / name).lexically_normal().string();
 }
 
-// max_seq_length as sentence-transformers settles it: its own config, else the tokenizer's,
-// else the model's; never more positions than the model has.
-int64_t max_seq_length(const std::string& transformer_dir, bool with_modules, const TransformerBackbone& model,
-                       bool* do_lower_case) {
-  std::optional<int64_t> length;
+// sentence_bert_config.json's settings as sentence-transformers settles them: max_seq_length
+// from it, else the tokenizer's model_max_length, else the model's positions, and never more
+// positions than the model has. A plain Hugging Face directory has no such file.
+TransformerSettings transformer_settings(const std::string& transformer_dir, bool with_modules,
+                                         const TransformerBackbone& model) {
+  TransformerSettings settings;
   const std::string st_config = path_in(transformer_dir, "", "sentence_bert_config.json");
-  if (with_modules && fs::exists(st_config)) {
-    const TransformerSettings settings = parse_sentence_bert_config(detail::read_text_file(st_config), st_config);
-    length = settings.max_seq_length;
-    *do_lower_case = settings.do_lower_case;
-  }
+  if (with_modules && fs::exists(st_config))
+    settings = parse_sentence_bert_config(detail::read_text_file(st_config), st_config);
   const std::string tokenizer_config = path_in(transformer_dir, "", "tokenizer_config.json");
-  if (!length && fs::exists(tokenizer_config))
-    length = tokenizer_max_length(detail::read_text_file(tokenizer_config), tokenizer_config);
-  return std::min(length.value_or(model.max_position_embeddings()), model.max_position_embeddings());
+  if (!settings.max_seq_length && fs::exists(tokenizer_config))
+    settings.max_seq_length = tokenizer_max_length(detail::read_text_file(tokenizer_config), tokenizer_config);
+  settings.max_seq_length =
+      std::min(settings.max_seq_length.value_or(model.max_position_embeddings()), model.max_position_embeddings());
+  return settings;
 }
 
 // Rust's char::to_lowercase of every character, as sentence-transformers' do_lower_case (a
@@ -85,13 +85,29 @@ SentenceTransformerImpl::SentenceTransformerImpl(std::shared_ptr<TransformerBack
 
 at::Tensor SentenceTransformerImpl::embed(const std::map<std::string, at::Tensor>& batch, bool with_pooler,
                                           TransformerOutput* out) {
-  const at::Tensor ids = batch_tensor(batch, "input_ids");
-  TORCH_CHECK(ids.defined(), "SentenceTransformer: the batch has no \"input_ids\"");
+  at::Tensor ids = batch_tensor(batch, "input_ids");
+  TORCH_CHECK(ids.defined() && ids.dim() == 2, "SentenceTransformer: the batch needs \"input_ids\" [batch, tokens]");
   at::Tensor mask = batch_tensor(batch, "attention_mask");
   if (!mask.defined()) mask = at::ones_like(ids);
+  TORCH_CHECK(mask.sizes() == ids.sizes(), "SentenceTransformer: attention_mask ", mask.sizes(), " does not match input_ids ",
+              ids.sizes());
+  at::Tensor types = batch_tensor(batch, "token_type_ids");
+  // Columns after every row's last real token change nothing (masked keys, never pooled): a
+  // chunk of a batch padded to its longest text drops them, as sentence-transformers' cached
+  // losses do with each mini-batch.
+  const int64_t columns = ids.size(1);
+  const int64_t used = columns == 0 ? 0
+                                    : (mask.ne(0).any(0).to(at::kLong) * at::arange(1, columns + 1, ids.options().dtype(at::kLong)))
+                                          .max()
+                                          .item<int64_t>();
+  if (used > 0 && used < columns) {
+    ids = ids.narrow(1, 0, used);
+    mask = mask.narrow(1, 0, used);
+    if (types.defined()) types = types.narrow(1, 0, used);
+  }
   const at::Tensor prompt = batch_tensor(batch, "prompt_length");
   const int64_t prompt_length = prompt.defined() && prompt.numel() > 0 ? prompt.flatten()[0].item<int64_t>() : 0;
-  *out = transformer_->encode(ids, mask, batch_tensor(batch, "token_type_ids"), with_pooler);
+  *out = transformer_->encode(ids, mask, types, with_pooler);
   const at::Tensor sentence = pool(out->last_hidden_state, mask, options_.pooling(), prompt_length);
   return options_.normalize() ? l2_normalize(sentence) : sentence;
 }
@@ -182,9 +198,9 @@ SentenceTransformer load_sentence_transformer(const std::string& dir) {
   std::shared_ptr<TransformerBackbone> transformer = load_transformer(transformer_dir);
 
   SentenceTransformerOptions options;
-  bool lower_case = false;
-  options.max_seq_length(max_seq_length(transformer_dir, with_modules, *transformer, &lower_case));
-  options.do_lower_case(lower_case);
+  const TransformerSettings settings = transformer_settings(transformer_dir, with_modules, *transformer);
+  options.max_seq_length(*settings.max_seq_length);
+  options.do_lower_case(settings.do_lower_case);
   if (with_modules) {
     options.pooling(read_pooling(dir, specs[1], *transformer));
     options.normalize(specs.size() == 3);

@@ -273,3 +273,16 @@ TEST(SentenceTransformer, LowerCasesWhenAsked) {
   for (int i = 0; i < 40; ++i) many_words += "the ";
   EXPECT_EQ(model->tokenize({many_words}).at("input_ids").size(1), 16);
 }
+
+TEST(SentenceTransformer, TrailingPaddingColumnsAreDropped) {
+  // A chunk of a batch padded to a longer text than its own: the columns no row uses change
+  // nothing, and are not computed at all.
+  auto model = hf::load_sentence_transformer(hftest::tiny_model_dir());
+  const auto batch = hftest::fixture_batch(tiny_expected());
+  auto padded = batch;
+  padded["input_ids"] = torch::cat({batch.at("input_ids"), torch::zeros({20, 9}, torch::kLong)}, 1);
+  padded["attention_mask"] = torch::cat({batch.at("attention_mask"), torch::zeros({20, 9}, torch::kLong)}, 1);
+  EXPECT_TRUE(torch::equal(embed(model, padded), embed(model, batch)));
+  torch::NoGradGuard no_grad;
+  EXPECT_EQ(model->features(padded).at("token_embeddings").size(1), 48);
+}

@@ -60,7 +60,8 @@ class SentenceTransformerImpl : public torch::nn::Module {
   /// pooling that leaves the prompt out)}: what GradCache and gradcache::Model call.
   at::Tensor forward(const std::map<std::string, at::Tensor>& batch);
 
-  /// sentence-transformers' features of a batch: "token_embeddings", "sentence_embedding" and,
+  /// sentence-transformers' features of a batch: "token_embeddings" (up to the last real token
+  /// of the longest row: trailing columns of padding are dropped), "sentence_embedding" and,
   /// if the transformer has a pooler, "pooler_output". For GradCache with another
   /// representation: Model([m](const std::map<...>& b) { return m->features(b).at("pooler_output"); }).with_state_of(m).
   c10::Dict<std::string, at::Tensor> features(const std::map<std::string, at::Tensor>& batch);
