@@ -1,5 +1,5 @@
 # Installs the built project into WORK_DIR/prefix, configures and builds EXAMPLES_DIR against
-# it as a standalone project, and runs one example.
+# it as a standalone project, and runs two examples (the second on the tiny Hugging Face model).
 file(REMOVE_RECURSE ${WORK_DIR})
 function(run)
   execute_process(COMMAND ${ARGN} RESULT_VARIABLE rc)
@@ -20,3 +20,5 @@ if(NOT rc EQUAL 0)
 endif()
 run(${CMAKE_COMMAND} --build ${WORK_DIR}/examples --parallel 2)
 run(${WORK_DIR}/examples/functional_accumulation --steps 2)
+# gradcache::hf from the package: the tiny test model, one step each way.
+run(${WORK_DIR}/examples/hf_dual_encoder ${HF_MODEL_DIR})

@@ -21,6 +21,12 @@
 #define GRADCACHE_ALLOCATOR_ALLOCATE(n) c10::DataPtr allocate(size_t n) const override
 #endif
 
+// Fused scaled-dot-product attention (at::scaled_dot_product_attention, with its flash and
+// memory-efficient kernels) arrived in LibTorch 2.0; before it, gradcache::hf computes attention
+// from its definition (src/hf/attention.cpp). Both draw attention dropout from the default
+// generator of the device.
+#define GRADCACHE_HAS_SDPA GRADCACHE_TORCH_AT_LEAST(2, 0)
+
 // c10d: process groups became "backends" of a dispatching ProcessGroup in LibTorch 2.0.
 #if GRADCACHE_TORCH_AT_LEAST(2, 0)
 #define GRADCACHE_C10D_BACKEND c10d::Backend

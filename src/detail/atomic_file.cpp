@@ -1,4 +1,4 @@
-#include "retriever/run/atomic_file.h"
+#include "detail/atomic_file.h"
 
 #include <fcntl.h>
 #include <unistd.h>
@@ -12,7 +12,7 @@
 #include <stdexcept>
 
 namespace gradcache {
-namespace retriever {
+namespace detail {
 namespace {
 
 std::runtime_error io_error(const std::string& what, const std::string& path) {
@@ -69,5 +69,5 @@ std::string read_file(const std::string& path) {
   return bytes.str();
 }
 
-}  // namespace retriever
+}  // namespace detail
 }  // namespace gradcache

@@ -1,4 +1,4 @@
-#include "retriever/run/staged_directory.h"
+#include "detail/staged_directory.h"
 
 #include <unistd.h>
 
@@ -10,7 +10,7 @@
 #include <utility>
 
 namespace gradcache {
-namespace retriever {
+namespace detail {
 namespace fs = std::filesystem;
 
 StagedDirectory::StagedDirectory(std::string target, std::string marker, bool overwrite, std::string flag)
@@ -64,5 +64,5 @@ void StagedDirectory::commit() {
   if (replacing) fs::remove_all(old, ignored);
 }
 
-}  // namespace retriever
+}  // namespace detail
 }  // namespace gradcache

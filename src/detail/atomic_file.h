@@ -1,0 +1,20 @@
+// Writing files so that a crash or a full disk never leaves a torn or half-written one.
+#pragma once
+
+#include <string>
+
+namespace gradcache {
+namespace detail {
+
+/// Writes `bytes` to "<path>.tmp", flushes it to disk, then renames it over `path`: readers
+/// see the old file or the new one, never a mix. Throws std::runtime_error naming the path.
+void write_file_atomic(const std::string& path, const std::string& bytes);
+
+/// Flushes `tmp_path` to disk and renames it over `path` (for files written by other code).
+void commit_file(const std::string& tmp_path, const std::string& path);
+
+/// The whole file; throws std::runtime_error naming the path if it cannot be read.
+std::string read_file(const std::string& path);
+
+}  // namespace detail
+}  // namespace gradcache

@@ -1,0 +1,60 @@
+// The supported components by their JSON "type". An unsupported one is refused with the list of
+// those that are: a tokenizer that quietly skipped a step would give other ids than `tokenizers`.
+#include "hf/components.h"
+#include "hf/json_fields.h"
+
+namespace gradcache::hf::detail {
+namespace {
+
+template <class Component>
+using Factory = std::unique_ptr<Component> (*)(const Json&, const Source&);
+
+template <class Component>
+struct Entry {
+  const char* type;
+  Factory<Component> make;
+};
+
+const Entry<Normalizer> kNormalizers[] = {
+    {"BertNormalizer", bert_normalizer_from_json},
+};
+const Entry<PreTokenizer> kPreTokenizers[] = {
+    {"BertPreTokenizer", bert_pre_tokenizer_from_json},
+};
+const Entry<Model> kModels[] = {
+    {"WordPiece", wordpiece_from_json},
+};
+const Entry<PostProcessor> kPostProcessors[] = {
+    {"TemplateProcessing", template_processing_from_json},
+    {"BertProcessing", bert_processing_from_json},
+};
+
+template <class Component, size_t N>
+std::unique_ptr<Component> make(const Entry<Component> (&entries)[N], const char* what, const Json& config,
+                                const Source& source) {
+  const std::string type = read_type(config, source);
+  for (const Entry<Component>& entry : entries)
+    if (type == entry.type) return entry.make(config, source);
+  std::string supported;
+  for (const Entry<Component>& entry : entries) supported += std::string(supported.empty() ? "" : ", ") + entry.type;
+  fail(source.at("type"), std::string("the ") + what + " " + quote_for_message(type) +
+                              " is not supported (supported: " + supported +
+                              "; this reader covers the BERT family of tokenizers)");
+}
+
+}  // namespace
+
+std::unique_ptr<Normalizer> make_normalizer(const Json& config, const Source& source) {
+  return make(kNormalizers, "normalizer", config, source);
+}
+std::unique_ptr<PreTokenizer> make_pre_tokenizer(const Json& config, const Source& source) {
+  return make(kPreTokenizers, "pre-tokenizer", config, source);
+}
+std::unique_ptr<Model> make_model(const Json& config, const Source& source) {
+  return make(kModels, "model", config, source);
+}
+std::unique_ptr<PostProcessor> make_post_processor(const Json& config, const Source& source) {
+  return make(kPostProcessors, "post-processor", config, source);
+}
+
+}  // namespace gradcache::hf::detail

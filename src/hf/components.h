@@ -1,0 +1,98 @@
+// The parts of a tokenizer as `tokenizers` composes them (normaliser, pre-tokeniser, model,
+// post-processor), as interfaces. Each implementation is one source file with a factory that
+// reads its JSON object; component_registry.cpp maps the JSON "type" to the factories, so a new
+// component is one file, its factory's declaration below and one registry line.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace gradcache::hf::detail {
+
+using Json = nlohmann::json;
+/// What to_json() writes: keys in the order `tokenizers` writes them (and the vocabulary by id).
+using OrderedJson = nlohmann::ordered_json;
+
+/// Where a piece of configuration comes from, for messages: the file and the JSON path in it.
+struct Source {
+  std::string file;
+  std::string path;  // "model.vocab", "normalizer"; empty for the whole file
+  Source at(const std::string& key) const { return {file, path.empty() ? key : path + "." + key}; }
+};
+
+/// Throws TokenizerError "<file>: <path>: <what>".
+[[noreturn]] void fail(const Source& source, const std::string& what);
+
+/// Rewrites the text in place (before pre-tokenisation).
+class Normalizer {
+ public:
+  virtual ~Normalizer() = default;
+  virtual void normalize(std::u32string& text) const = 0;
+  virtual OrderedJson to_json() const = 0;
+};
+
+/// A word of a pre-tokenised text: code points [begin, end).
+struct Span {
+  size_t begin;
+  size_t end;
+};
+
+/// Cuts normalised text into words (what the model sees one at a time).
+class PreTokenizer {
+ public:
+  virtual ~PreTokenizer() = default;
+  /// Appends the words of `text` to `words`.
+  virtual void split(std::u32string_view text, std::vector<Span>& words) const = 0;
+  virtual OrderedJson to_json() const = 0;
+};
+
+/// Turns one word into ids.
+class Model {
+ public:
+  virtual ~Model() = default;
+  /// Appends the ids of `word` (never empty) to `ids`.
+  virtual void tokenize(std::u32string_view word, std::vector<int64_t>& ids) const = 0;
+  virtual std::optional<int64_t> token_to_id(std::string_view token) const = 0;
+  /// The token of an id below size(); nullptr for an id it does not have.
+  virtual const std::string* id_to_token(int64_t id) const = 0;
+  /// The number of tokens, which is one more than the largest id (the ids are dense).
+  virtual int64_t size() const = 0;
+  virtual int64_t unk_id() const = 0;
+  virtual OrderedJson to_json() const = 0;
+};
+
+/// Adds the special tokens around the ids of one sequence.
+class PostProcessor {
+ public:
+  virtual ~PostProcessor() = default;
+  virtual std::vector<int64_t> process(const std::vector<int64_t>& ids) const = 0;
+  /// How many ids process() adds to a single sequence.
+  virtual size_t added_tokens() const = 0;
+  /// The ids of the special tokens before and after the sequence (-1 where there is none).
+  virtual int64_t before_id() const = 0;
+  virtual int64_t after_id() const = 0;
+  /// The largest id it adds (-1 for none): the tokenizer checks it against the vocabulary.
+  virtual int64_t max_id() const = 0;
+  virtual OrderedJson to_json() const = 0;
+};
+
+// ---- the factories (one per supported "type"), in their own files -------------------------
+std::unique_ptr<Normalizer> bert_normalizer_from_json(const Json& config, const Source& source);
+std::unique_ptr<PreTokenizer> bert_pre_tokenizer_from_json(const Json& config, const Source& source);
+std::unique_ptr<Model> wordpiece_from_json(const Json& config, const Source& source);
+std::unique_ptr<PostProcessor> template_processing_from_json(const Json& config, const Source& source);
+std::unique_ptr<PostProcessor> bert_processing_from_json(const Json& config, const Source& source);
+
+// ---- the registry (component_registry.cpp): by the JSON object's "type" ---------------------
+std::unique_ptr<Normalizer> make_normalizer(const Json& config, const Source& source);
+std::unique_ptr<PreTokenizer> make_pre_tokenizer(const Json& config, const Source& source);
+std::unique_ptr<Model> make_model(const Json& config, const Source& source);
+std::unique_ptr<PostProcessor> make_post_processor(const Json& config, const Source& source);
+
+}  // namespace gradcache::hf::detail

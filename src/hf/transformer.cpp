@@ -1,0 +1,187 @@
+// The architecture registry, and loading / saving an encoder's weights under its Hugging Face names.
+#include <gradcache/hf/transformer.h>
+
+#include <gradcache/hf/bert.h>
+
+#include "detail/atomic_file.h"
+#include "hf/model_json.h"
+
+#include <ATen/core/Tensor.h>
+#include <ATen/ops/ones_like.h>
+#include <c10/core/GradMode.h>
+#include <c10/util/Exception.h>
+
+#include <filesystem>
+#include <map>
+#include <mutex>
+#include <sstream>
+#include <stdexcept>
+
+namespace gradcache {
+namespace hf {
+namespace {
+
+struct Architecture {
+  ArchitectureBuilder build;
+  ParameterCounter count;
+};
+
+struct Registry {
+  std::mutex mutex;
+  std::map<std::string, Architecture> architectures{{"bert", {&build_bert, &count_bert_parameters}}};
+};
+
+Registry& registry() {
+  static Registry instance;
+  return instance;
+}
+
+std::string shape_text(at::IntArrayRef sizes) {
+  std::ostringstream out;
+  out << sizes;
+  return out.str();
+}
+
+std::string listed(const std::vector<std::string>& names) {
+  std::string out;
+  for (const auto& name : names) out += (out.empty() ? "" : ", ") + name;
+  return out;
+}
+
+at::Tensor pick(const c10::IValue& output, const std::string& key, const char* why_missing) {
+  if (!output.isGenericDict())
+    throw std::invalid_argument("hf::" + key + ": the model output is not the dict a TransformerBackbone returns");
+  const auto dict = output.toGenericDict();
+  const auto it = dict.find(key);
+  if (it == dict.end()) throw std::invalid_argument("hf::" + key + ": the model output has no " + key + " (" + why_missing + ")");
+  return it->value().toTensor();
+}
+
+}  // namespace
+
+c10::Dict<std::string, at::Tensor> TransformerBackbone::forward(const std::map<std::string, at::Tensor>& batch) {
+  auto get = [&](const char* key) {
+    auto it = batch.find(key);
+    return it == batch.end() ? at::Tensor() : it->second;
+  };
+  const at::Tensor ids = get("input_ids");
+  TORCH_CHECK(ids.defined(), "TransformerBackbone::forward: the batch has no \"input_ids\"");
+  at::Tensor mask = get("attention_mask");
+  if (!mask.defined()) mask = at::ones_like(ids);
+  const TransformerOutput out = encode(ids, mask, get("token_type_ids"), has_pooler());
+  c10::Dict<std::string, at::Tensor> result;
+  result.insert("last_hidden_state", out.last_hidden_state);
+  if (out.pooler_output.defined()) result.insert("pooler_output", out.pooler_output);
+  return result;
+}
+
+at::Tensor pooler_output(const c10::IValue& model_output) {
+  return pick(model_output, "pooler_output", "the checkpoint had no pooler weights");
+}
+
+at::Tensor last_hidden_state(const c10::IValue& model_output) {
+  return pick(model_output, "last_hidden_state", "not a TransformerBackbone's output");
+}
+
+void register_architecture(const std::string& model_type, ArchitectureBuilder builder, ParameterCounter counter) {
+  TORCH_CHECK(!model_type.empty() && builder, "register_architecture: needs a model_type and a builder");
+  std::lock_guard<std::mutex> lock(registry().mutex);
+  registry().architectures[model_type] = {std::move(builder), std::move(counter)};
+}
+
+std::vector<std::string> supported_model_types() {
+  std::lock_guard<std::mutex> lock(registry().mutex);
+  std::vector<std::string> names;
+  for (const auto& entry : registry().architectures) names.push_back(entry.first);
+  return names;
+}
+
+namespace {
+
+// The architecture config.json names; ModelFileError listing the supported ones otherwise.
+Architecture find_architecture(const std::string& config_text, const std::string& config_file) {
+  const detail::Json config = detail::parse_json(config_text, config_file);
+  detail::require_object(config, config_file);
+  const std::string type = detail::string_field(config, "model_type", "", config_file);
+  {
+    std::lock_guard<std::mutex> lock(registry().mutex);
+    auto it = registry().architectures.find(type);
+    if (it != registry().architectures.end()) return it->second;
+  }
+  throw ModelFileError(config_file, (type.empty() ? std::string("has no \"model_type\"")
+                                                  : "model_type " + detail::quoted(type) + " is not supported") +
+                                        " (supported: " + listed(supported_model_types()) + ")");
+}
+
+}  // namespace
+
+std::shared_ptr<TransformerBackbone> build_transformer(const std::string& config_text, const std::string& config_file) {
+  return find_architecture(config_text, config_file).build(config_text, config_file);
+}
+
+void load_weights(TransformerBackbone& model, const NamedTensors& checkpoint, const std::string& file) {
+  std::map<std::string, const at::Tensor*> by_name;
+  for (const auto& [name, tensor] : checkpoint) by_name[name] = &tensor;
+  const std::string prefix = model.checkpoint_prefix();
+  auto lookup = [&](const std::string& name) -> const at::Tensor* {
+    for (const std::string& key : {name, prefix + name}) {
+      auto it = by_name.find(key);
+      if (it != by_name.end()) return it->second;
+    }
+    return nullptr;
+  };
+  if (model.has_pooler()) {
+    bool any = false;
+    for (const auto& item : model.named_parameters()) any = any || (item.key().rfind("pooler.", 0) == 0 && lookup(item.key()));
+    if (!any) model.remove_pooler();
+  }
+  c10::NoGradGuard no_grad;
+  for (auto& item : model.named_parameters()) {
+    const std::string& name = item.key();
+    at::Tensor& parameter = item.value();
+    const at::Tensor* stored = lookup(name);
+    if (stored == nullptr)
+      throw ModelFileError(file, "has no tensor " + detail::quoted(name) + " (nor " + detail::quoted(prefix + name) + "), which a " +
+                                     model.model_type() + " model of this config.json has; is it another architecture's checkpoint?");
+    if (stored->sizes() != parameter.sizes())
+      throw ModelFileError(file, "tensor " + detail::quoted(name) + " has shape " + shape_text(stored->sizes()) +
+                                     " but config.json gives the model " + shape_text(parameter.sizes()));
+    if (!stored->is_floating_point())
+      throw ModelFileError(file, "tensor " + detail::quoted(name) + " holds " + std::string(c10::toString(stored->scalar_type())) +
+                                     ", not floating-point weights");
+    parameter.copy_(*stored);
+  }
+}
+
+std::shared_ptr<TransformerBackbone> load_transformer(const std::string& dir) {
+  namespace fs = std::filesystem;
+  if (!fs::is_directory(dir)) throw ModelFileError(dir, "not a directory");
+  const std::string config_file = (fs::path(dir) / "config.json").string();
+  const std::string config_text = detail::read_text_file(config_file);
+  const Architecture architecture = find_architecture(config_text, config_file);
+  std::string weights_file;
+  const NamedTensors weights = read_weights(dir, &weights_file);
+  if (architecture.count) {
+    int64_t held = 0;
+    for (const auto& entry : weights) held += entry.second.is_floating_point() ? entry.second.numel() : 0;
+    const int64_t needed = architecture.count(config_text, config_file);
+    if (needed > held)
+      throw ModelFileError(config_file, "describes a model of " + std::to_string(needed) + " weights but " + weights_file +
+                                            " holds " + std::to_string(held) + ": the config and the weights disagree");
+  }
+  std::shared_ptr<TransformerBackbone> model = architecture.build(config_text, config_file);
+  load_weights(*model, weights, weights_file);
+  model->eval();
+  return model;
+}
+
+void save_transformer(const TransformerBackbone& model, const std::string& dir) {
+  namespace fs = std::filesystem;
+  gradcache::detail::write_file_atomic((fs::path(dir) / "config.json").string(), model.config_json());
+  NamedTensors tensors;
+  for (const auto& item : model.named_parameters()) tensors.emplace_back(item.key(), item.value());
+  save_safetensors((fs::path(dir) / "model.safetensors").string(), tensors);
+}
+
+}  // namespace hf
+}  // namespace gradcache
