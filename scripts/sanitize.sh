@@ -20,9 +20,11 @@
 #   GRADCACHE_LIBTORCH  1.13 (default: Debian's) or wheel (LibTorch 2.x from .venv); see
 #               scripts/libtorch.sh
 #
-# What runs: the core tests (gradcache_tests) and the retriever tests (retriever_tests: the
+# What runs: the core tests (gradcache_tests), the retriever tests (retriever_tests: the
 # readers, settings, tokenizer, training steps and the trainer end to end through the library
-# the program is a thin layer over); ctest labels core|retriever. Not run here: the
+# the program is a thin layer over) and the Hugging Face tests (hf_tests: tokenizer, safetensors,
+# BERT, sentence-transformers modules; their live comparisons skip without the Python
+# packages); ctest labels core|retriever|hf. Not run here: the
 # distributed tests (two processes over Gloo), the CLI, package and bench tests.
 #
 # LibTorch is not instrumented. The tokenizer loads sentencepiece into a link-map namespace of
@@ -71,7 +73,7 @@ echo "== build"
 fuzz_targets=$(cd "$root/fuzz" && ls fuzz_*.cpp | sed 's/\.cpp$//')
 # shellcheck disable=SC2086  # one word per target
 nice -n "$nice_level" cmake --build "$build" --parallel "$jobs" \
-  --target gradcache_tests retriever_tests $fuzz_targets
+  --target gradcache_tests retriever_tests hf_tests $fuzz_targets
 built=$(date +%s)
 echo "   built in $((built - started)) s"
 [ "$build_only" = 1 ] && exit 0
@@ -88,7 +90,7 @@ export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
 echo "== test (ASAN_OPTIONS=$ASAN_OPTIONS)"
 status=0
 # shellcheck disable=SC2086  # CTEST_ARGS is a list of words
-(cd "$build" && ctest -L 'core|retriever' --output-on-failure --parallel "$jobs" --timeout 900 ${CTEST_ARGS:-}) || status=$?
+(cd "$build" && ctest -L 'core|retriever|hf' --output-on-failure --parallel "$jobs" --timeout 900 ${CTEST_ARGS:-}) || status=$?
 finished=$(date +%s)
 echo "== sanitize.sh: build $((built - started)) s, tests $((finished - built)) s, total $((finished - started)) s; ctest status $status"
 exit "$status"

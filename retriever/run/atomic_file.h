@@ -7,9 +7,9 @@
 namespace gradcache {
 namespace retriever {
 
-using detail::commit_file;
-using detail::read_file;
-using detail::write_file_atomic;
+using ::gradcache::detail::commit_file;
+using ::gradcache::detail::read_file;
+using ::gradcache::detail::write_file_atomic;
 
 }  // namespace retriever
 }  // namespace gradcache

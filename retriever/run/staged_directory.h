@@ -7,7 +7,7 @@
 namespace gradcache {
 namespace retriever {
 
-using detail::StagedDirectory;
+using ::gradcache::detail::StagedDirectory;
 
 }  // namespace retriever
 }  // namespace gradcache
