@@ -53,7 +53,7 @@ Encoded encode(const Flags& flags) {
   Encoded out;
   out.data = gr::load_wordnet_eval(flags.wordnet_dir.empty() ? info.config.data.wordnet_dir : flags.wordnet_dir,
                                    flags.split, false);
-  const auto tokenizer = gr::Tokenizer::from_serialized(info.tokenizer);
+  const auto tokenizer = gr::tokenizer_of(info);
   out.set = gr::tokenize_eval_set(out.data.name, out.data.corpus, out.data.queries, out.data.qrels, tokenizer,
                                   static_cast<size_t>(info.config.tokenizer.query_max_len),
                                   static_cast<size_t>(info.config.tokenizer.passage_max_len));

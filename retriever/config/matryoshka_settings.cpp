@@ -88,9 +88,8 @@ std::string matryoshka_too_wide(const TrainConfig& c, int64_t width, const std::
   return "";
 }
 
-int64_t output_width(const TrainConfig& c) { return c.encoder.torchscript.empty() ? c.encoder.output_dim() : 0; }
+int64_t output_width(const TrainConfig& c) { return c.encoder.is_builtin() ? c.encoder.output_dim() : 0; }
 
-bool encoder_normalizes(const TrainConfig& c) { return c.encoder.torchscript.empty() && c.encoder.normalize; }
 
 void add_matryoshka_settings(SettingsTable<TrainConfig>& t) {
   const char* group = "Training";

@@ -32,17 +32,13 @@ std::vector<int64_t> parse_dim_list(const std::string& text, const std::string& 
 std::vector<double> parse_weight_list(const std::string& text, const std::string& flag);
 
 /// The width of the built-in encoder's output (--projection, else --dim); 0 for a TorchScript
-/// --model, whose width is known only once it runs.
+/// --model or a --model-dir model, whose width is known only once it is loaded.
 int64_t output_width(const TrainConfig& c);
 
 /// "" when every --matryoshka dimension fits embeddings `width` wide (0: unknown, all fit); else
 /// the refusal naming the flag, ending "is larger than " + `whose_width` (where the width comes
 /// from, e.g. "the model's output width 16 (--dim)").
 std::string matryoshka_too_wide(const TrainConfig& c, int64_t width, const std::string& whose_width);
-
-/// Whether the vectors the run's encoder makes are L2-normalised (the built-in one with
-/// --normalize), so that prefixes must be re-normalised to be used as embeddings.
-bool encoder_normalizes(const TrainConfig& c);
 
 /// Adds --matryoshka and --matryoshka-weights and their checks to a run's table.
 void add_matryoshka_settings(SettingsTable<TrainConfig>& table);

@@ -21,9 +21,9 @@ std::string check_similarity(const TrainConfig& c) {
     return "--similarity mlp scores full-width representations with Phi; --matryoshka trains prefixes for the "
            "dot product: drop one of them";
   }
-  if (!c.encoder.torchscript.empty()) {
-    return "--similarity mlp needs the built-in encoder (Phi is sized by --dim or --projection); a --model "
-           "TorchScript encoder's width is not known before it runs";
+  if (!c.encoder.is_builtin()) {
+    return "--similarity mlp needs the built-in encoder (Phi is sized by --dim or --projection); a --model or "
+           "--model-dir encoder's width is not known before it is loaded";
   }
   if (c.machine.precision == Precision::fp16) {
     return "--similarity mlp does not support --precision fp16 (the dual cache accumulates Phi's gradients "

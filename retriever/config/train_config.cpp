@@ -43,6 +43,22 @@ void add_data_settings(Table& t) {
             .in_group(group));
 }
 
+// The text put before each query and passage (sentence-transformers' prompts).
+void add_prompt_settings(Table& t, const char* group) {
+  t.add(nested_field("query_prompt", &TrainConfig::encoder, &EncoderSettings::query_prompt, "--query-prompt",
+                     "Text put before each query, e.g. \"query: \" (default: a --model-dir model's prompt named "
+                     "\"query\", if it has one)")
+            .in_group(group));
+  t.add(nested_field("passage_prompt", &TrainConfig::encoder, &EncoderSettings::passage_prompt, "--passage-prompt",
+                     "Text put before each passage, e.g. \"passage: \" (default: a --model-dir model's prompt named "
+                     "\"document\", \"passage\" or \"corpus\", if it has one)")
+            .in_group(group));
+  t.add(nested_field("model_prompts", &TrainConfig::encoder, &EncoderSettings::model_prompts, "--model-prompts",
+                     "Use a --model-dir model's own query and document prompts when no --query-prompt or "
+                     "--passage-prompt is given (false: none)")
+            .in_group(group));
+}
+
 void add_model_settings(Table& t) {
   const char* group = "Tokenizer and model";
   t.add(nested_field("tokenizer", &TrainConfig::tokenizer, &TokenizerSettings::file, "--tokenizer",
@@ -60,6 +76,12 @@ void add_model_settings(Table& t) {
                      "--passage-max-len", "Passage tokens kept")
             .in_group(group)
             .checked(positive()));
+  t.add(nested_field("model_dir", &TrainConfig::encoder, &EncoderSettings::pretrained, "--model-dir",
+                     "A pretrained Hugging Face / sentence-transformers model directory (BERT family: "
+                     "all-MiniLM-L6-v2, bge, e5, gte) to fine-tune, with its tokenizer; --dim, --layers, --heads, "
+                     "--ffn-dim, --projection, --dropout, --normalize and --vocab-size are the model's")
+            .in_group(group)
+            .hint("DIR"));
   t.add(nested_field("model", &TrainConfig::encoder, &EncoderSettings::torchscript, "--model",
                      "TorchScript encoder: forward(input_ids, attention_mask) -> [B, d] or [B, T, d]; default: the "
                      "built-in Transformer")
@@ -90,6 +112,7 @@ void add_model_settings(Table& t) {
                      "Separate query and passage encoders (default: one shared encoder)")
             .in_group(group)
             .as_switch());
+  add_prompt_settings(t, group);
 }
 
 // The contrastive loss and how the streaming losses tile it.
@@ -225,6 +248,12 @@ void add_output_settings(Table& t) {
 
 // Checks of settings together; each message names the flags.
 void add_cross_checks(Table& t) {
+  t.add_check([](const TrainConfig& c) {
+    if (!c.encoder.is_pretrained()) return std::string();
+    if (!c.encoder.torchscript.empty()) return std::string("--model-dir and --model each name the encoder: give one");
+    return c.tokenizer.file.empty() ? std::string()
+                                    : "--tokenizer: a --model-dir model brings its own tokenizer; drop --tokenizer";
+  });
   t.add_check([](const TrainConfig& c) {
     return c.training.epochs > 0 || c.training.steps > 0 ? "" : "--epochs or --steps must be positive";
   });

@@ -8,6 +8,7 @@
 #include "retriever/config/settings_table.h"
 #include "retriever/config/similarity_settings.h"
 #include "retriever/data/text_data.h"
+#include "retriever/model/tokenizer.h"
 
 #include <gradcache/precision.h>
 
@@ -54,8 +55,10 @@ struct TokenizerSettings {
   int64_t passage_max_len = 32;
 };
 
-/// The encoders: the built-in Transformer's shape, or a TorchScript file.
+/// The encoders: the built-in Transformer's shape, a pretrained model's directory, or a
+/// TorchScript file; and the prompts put before the texts.
 struct EncoderSettings {
+  std::string pretrained;   ///< Hugging Face / sentence-transformers directory (--model-dir); "" = none
   std::string torchscript;  ///< TorchScript encoder file (--model); "" = the built-in Transformer
   int64_t dim = 64;
   int64_t layers = 1;
@@ -65,6 +68,12 @@ struct EncoderSettings {
   double dropout = 0.1;
   bool normalize = true;
   bool untie = false;
+  std::string query_prompt, passage_prompt;  ///< text before each query / passage; "" = the model's (if any)
+  bool model_prompts = true;                 ///< use a pretrained model's "query" / "document" prompts
+  PromptSettings prompts() const { return {query_prompt, passage_prompt, model_prompts}; }
+  /// Which encoder the settings describe.
+  bool is_pretrained() const { return !pretrained.empty(); }
+  bool is_builtin() const { return pretrained.empty() && torchscript.empty(); }
   /// The built-in encoder's output width: the projection's, else the model's.
   int64_t output_dim() const { return projection_dim > 0 ? projection_dim : dim; }
 };

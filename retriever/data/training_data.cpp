@@ -67,6 +67,16 @@ std::string bytes_of_rank_zero(const distributed::ProcessGroup& group, const std
 
 void TrainingData::load_tokenizer(const TaskData& task, const TokenizerSource& source,
                                   const std::function<void(const std::string&)>& log) {
+  read_or_train_tokenizer(task, source, log);
+  tokenizer_ = tokenizer_->with_prompts(resolve_prompts(config_.encoder.prompts(), source.pretrained));
+}
+
+void TrainingData::read_or_train_tokenizer(const TaskData& task, const TokenizerSource& source,
+                                           const std::function<void(const std::string&)>& log) {
+  if (source.pretrained) {  // a --model-dir model's own (also when resumed: the checkpoint holds it)
+    tokenizer_ = pretrained_tokenizer(*source.pretrained);
+    return;
+  }
   if (source.saved) {
     tokenizer_ = Tokenizer::from_serialized(*source.saved);
     return;
@@ -108,7 +118,8 @@ void TrainingData::tokenize_training(const TaskData& task) {
   auto passage = [&](const std::string& text) {
     auto [it, inserted] = passage_row.emplace(text, static_cast<int64_t>(passage_tokens_.size()));
     if (inserted)
-      passage_tokens_.push_back(tokenizer_->encode(text, static_cast<size_t>(config_.tokenizer.passage_max_len)));
+      passage_tokens_.push_back(
+          tokenizer_->encode_passage(text, static_cast<size_t>(config_.tokenizer.passage_max_len)));
     return it->second;
   };
   for (size_t i = 0; i < task.train.size(); ++i) {
@@ -118,7 +129,7 @@ void TrainingData::tokenize_training(const TaskData& task) {
                                   std::to_string(i + 1) + " (query \"" + ex.query.substr(0, 60) +
                                   "\") has no negatives; drop --negatives or give every example negatives");
     }
-    query_tokens_.push_back(tokenizer_->encode(ex.query, static_cast<size_t>(config_.tokenizer.query_max_len)));
+    query_tokens_.push_back(tokenizer_->encode_query(ex.query, static_cast<size_t>(config_.tokenizer.query_max_len)));
     positives_.emplace_back();
     for (const auto& p : ex.positives) positives_.back().push_back(passage(p));
     negatives_.emplace_back();

@@ -6,6 +6,7 @@
 #include "retriever/config/train_config.h"
 #include "retriever/data/task.h"
 #include "retriever/model/encoders.h"
+#include "retriever/model/pretrained.h"
 #include "retriever/model/tokenizer.h"
 #include "retriever/search/evaluate.h"
 
@@ -35,10 +36,12 @@ struct BatchShare {
 
 class TrainingData {
  public:
-  /// Where the tokenizer comes from: `saved` (a resumed run's), config.tokenizer.file, or trained
-  /// on the training texts and written to `trained_path`. In a group, rank 0 trains it and
-  /// the others load it after `group`'s barrier.
+  /// Where the tokenizer comes from: a pretrained model's (--model-dir, also when resumed),
+  /// `saved` (a resumed run's), config.tokenizer.file, or trained on the training texts and
+  /// written to `trained_path`. In a group, rank 0 trains it and the others load it after
+  /// `group`'s barrier. The run's prompts (resolve_prompts) are put before the texts.
   struct TokenizerSource {
+    const PretrainedModel* pretrained = nullptr;
     const std::string* saved = nullptr;
     std::string trained_path;
     const distributed::ProcessGroup* group = nullptr;
@@ -67,6 +70,8 @@ class TrainingData {
  private:
   void load_tokenizer(const TaskData& task, const TokenizerSource& source,
                       const std::function<void(const std::string&)>& log);
+  void read_or_train_tokenizer(const TaskData& task, const TokenizerSource& source,
+                               const std::function<void(const std::string&)>& log);
   void tokenize_training(const TaskData& task);
 
   const TrainConfig& config_;

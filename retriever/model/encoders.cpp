@@ -161,6 +161,15 @@ BiEncoder BiEncoder::builtin(const EncoderOptions& options, bool untie) {
   return bi;
 }
 
+BiEncoder BiEncoder::pretrained(std::vector<hf::SentenceTransformer> encoders) {
+  TORCH_CHECK(encoders.size() == 1 || encoders.size() == 2, "a pretrained bi-encoder has one or two encoders");
+  BiEncoder bi;
+  bi.pretrained_ = std::move(encoders);
+  bi.query_ = gradcache::Model(bi.pretrained_.front());
+  bi.passage_ = gradcache::Model(bi.pretrained_.back());
+  return bi;
+}
+
 BiEncoder BiEncoder::torchscript(const std::string& path, bool untie) {
   std::ifstream file(path, std::ios::binary);
   TORCH_CHECK(file, "cannot open the TorchScript encoder ", path);
@@ -201,9 +210,11 @@ std::vector<torch::Tensor> BiEncoder::parameters() const {
 std::vector<std::pair<std::string, torch::Tensor>> BiEncoder::named_state() const {
   std::vector<std::pair<std::string, torch::Tensor>> out;
   auto add = [&](const std::string& prefix, size_t i) {
-    if (!builtins_.empty()) {
-      for (const auto& kv : builtins_[i]->named_parameters()) out.emplace_back(prefix + kv.key(), kv.value());
-      for (const auto& kv : builtins_[i]->named_buffers()) out.emplace_back(prefix + kv.key(), kv.value());
+    if (!builtins_.empty() || !pretrained_.empty()) {
+      const torch::nn::Module& m = builtins_.empty() ? static_cast<const torch::nn::Module&>(*pretrained_[i])
+                                                     : static_cast<const torch::nn::Module&>(*builtins_[i]);
+      for (const auto& kv : m.named_parameters()) out.emplace_back(prefix + kv.key(), kv.value());
+      for (const auto& kv : m.named_buffers()) out.emplace_back(prefix + kv.key(), kv.value());
     } else {
       for (const auto& kv : scripts_[i]->named_parameters()) out.emplace_back(prefix + kv.name, kv.value);
       for (const auto& kv : scripts_[i]->named_buffers()) out.emplace_back(prefix + kv.name, kv.value);
@@ -224,12 +235,14 @@ std::vector<std::pair<std::string, torch::Tensor>> BiEncoder::named_state() cons
 
 void BiEncoder::train(bool on) {
   for (auto& m : builtins_) m->train(on);
+  for (auto& m : pretrained_) m->train(on);
   for (auto& s : scripts_) s->train(on);
   if (similarity_) similarity_->train(on);
 }
 
 void BiEncoder::to(const c10::Device& device) {
   for (auto& m : builtins_) m->to(device);
+  for (auto& m : pretrained_) m->to(device);
   for (auto& s : scripts_) s->to(device);
   if (similarity_) similarity_->to(device);
 }
@@ -237,7 +250,22 @@ void BiEncoder::to(const c10::Device& device) {
 void BiEncoder::set_similarity(LearnedSimilarity phi) { similarity_ = std::move(phi); }
 
 bool BiEncoder::is_training() const {
-  return builtins_.empty() ? scripts_.front()->is_training() : builtins_.front()->is_training();
+  if (!builtins_.empty()) return builtins_.front()->is_training();
+  if (!pretrained_.empty()) return pretrained_.front()->is_training();
+  return scripts_.front()->is_training();
+}
+
+int64_t BiEncoder::output_dim() const {
+  if (!builtins_.empty()) {
+    const auto& o = builtins_.front()->options();
+    return o.projection_dim() > 0 ? o.projection_dim() : o.dim();
+  }
+  return pretrained_.empty() ? 0 : pretrained_.front()->embedding_dimension();
+}
+
+bool BiEncoder::normalizes() const {
+  if (!builtins_.empty()) return builtins_.front()->options().normalize();
+  return !pretrained_.empty() && pretrained_.front()->options().normalize();
 }
 
 std::vector<std::string> BiEncoder::torchscript_bytes() const {

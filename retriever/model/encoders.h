@@ -1,9 +1,11 @@
-// Text encoders of the retriever: the built-in Transformer and TorchScript models.
+// Text encoders of the retriever: the built-in Transformer, pretrained Hugging Face /
+// sentence-transformers models, and TorchScript models.
 #pragma once
 
 #include <gradcache/model.h>
 
 #include "retriever/model/fast_dropout.h"
+#include "retriever/model/pretrained.h"
 #include "retriever/model/learned_similarity.h"
 
 #include <torch/nn/module.h>
@@ -89,6 +91,8 @@ class BiEncoder {
  public:
   /// The built-in Transformer; `untie` gives the passages an encoder of their own.
   static BiEncoder builtin(const EncoderOptions& options, bool untie);
+  /// A pretrained model (one, shared; or the query's then the passage's, untied).
+  static BiEncoder pretrained(std::vector<hf::SentenceTransformer> encoders);
   /// A TorchScript file (e.g. a Hugging Face model exported from Python); `untie` loads it twice.
   static BiEncoder torchscript(const std::string& path, bool untie);
   /// As above from serialized TorchScript bytes (checkpoints embed them).
@@ -98,6 +102,12 @@ class BiEncoder {
   gradcache::Model passage_model() const { return passage_; }
   bool tied() const { return query_.identity() == passage_.identity(); }
   bool is_torchscript() const { return !scripts_.empty(); }
+  bool is_pretrained() const { return !pretrained_.empty(); }
+  /// The width of the embeddings; 0 for TorchScript (known only by running it).
+  int64_t output_dim() const;
+  /// Whether the embeddings are L2-normalised (the built-in --normalize, a pretrained model's
+  /// Normalize module); false for TorchScript (not known).
+  bool normalizes() const;
 
   /// Every trainable parameter once, in a fixed order.
   std::vector<torch::Tensor> parameters() const;
@@ -108,6 +118,8 @@ class BiEncoder {
   void to(const c10::Device& device);
   /// The built-in encoders (one, or query then passage when untied); empty for TorchScript.
   const std::vector<TransformerEncoder>& builtin_encoders() const { return builtins_; }
+  /// The pretrained encoders (one, or two when untied); empty for the others.
+  const std::vector<hf::SentenceTransformer>& pretrained_encoders() const { return pretrained_; }
   /// The TorchScript encoders (one, or two when untied); empty for the built-in one.
   const std::vector<std::shared_ptr<torch::jit::Module>>& scripts() const { return scripts_; }
   /// TorchScript encoders serialized (one, or two when untied); empty for the built-in one.
@@ -122,6 +134,7 @@ class BiEncoder {
  private:
   gradcache::Model query_, passage_;
   std::vector<TransformerEncoder> builtins_;
+  std::vector<hf::SentenceTransformer> pretrained_;
   std::vector<std::shared_ptr<torch::jit::Module>> scripts_;
   LearnedSimilarity similarity_{nullptr};
 };

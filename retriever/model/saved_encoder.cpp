@@ -15,18 +15,37 @@ std::string checkpoint_of_run(const std::string& run) {
   return fs::is_directory(run, ignored) ? (fs::path(run) / "checkpoint.pt").string() : run;
 }
 
-TextEncoder load_run_encoder(const std::string& run) {
+TextEncoder load_run_encoder(const std::string& run, CheckpointInfo* info_out) {
   const std::string path = checkpoint_of_run(run);
   auto [info, model] = load_checkpoint(path);
-  const bool builtin = info.torchscript.empty();
+  const char* kind = model.is_pretrained() ? "pretrained" : model.is_torchscript() ? "torchscript" : "builtin";
   nlohmann::json source = {{"checkpoint", fs::absolute(path).lexically_normal().string()},
                            {"step", info.progress.step},
-                           {"encoder", builtin ? "builtin" : "torchscript"}};
+                           {"encoder", kind}};
+  const bool normalizes = model.normalizes();
+  TextEncoder encoder{std::move(model),
+                      tokenizer_of(info),
+                      info.config.tokenizer.query_max_len,
+                      info.config.tokenizer.passage_max_len,
+                      normalizes,
+                      std::move(source)};
+  if (info_out) *info_out = std::move(info);
+  return encoder;
+}
+
+TextEncoder load_pretrained_encoder(const PretrainedSource& s) {
+  auto loaded = load_pretrained(s.dir);
+  const auto& description = loaded.description;
+  const int64_t positions = description.options.max_seq_length();
+  auto tokenizer = pretrained_tokenizer(description).with_prompts(resolve_prompts(s.prompts(), &description));
+  nlohmann::json source = {{"model_dir", fs::absolute(s.dir).lexically_normal().string()}, {"encoder", "pretrained"}};
+  BiEncoder model = BiEncoder::pretrained({loaded.module});
+  const bool normalizes = model.normalizes();
   return TextEncoder{std::move(model),
-                     Tokenizer::from_serialized(info.tokenizer),
-                     info.config.tokenizer.query_max_len,
-                     info.config.tokenizer.passage_max_len,
-                     builtin && info.config.encoder.normalize,
+                     std::move(tokenizer),
+                     s.query_max_len > 0 ? s.query_max_len : positions,
+                     s.passage_max_len > 0 ? s.passage_max_len : positions,
+                     normalizes,
                      std::move(source)};
 }
 

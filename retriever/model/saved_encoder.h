@@ -1,9 +1,11 @@
-// An encoder ready to turn texts into vectors, loaded from a training run or from the directory
-// `gradcache export` wrote: what `gradcache encode` (and later commands) encode with.
+// An encoder ready to turn texts into vectors, loaded from a training run, from the directory
+// `gradcache export` wrote, or from a pretrained model's directory (zero-shot): what `gradcache
+// eval`, `encode` and `mine` encode with.
 #pragma once
 
 #include "retriever/model/encoders.h"
 #include "retriever/model/tokenizer.h"
+#include "retriever/run/checkpoint.h"
 
 #include <nlohmann/json.hpp>
 
@@ -22,12 +24,27 @@ struct TextEncoder {
   nlohmann::json source;                            ///< what it was loaded from (for manifests)
 };
 
+/// A pretrained model directory as eval, encode and mine read it (--model-dir, the prompt flags,
+/// --query-max-len, --passage-max-len).
+struct PretrainedSource {
+  std::string dir;  ///< "" = none
+  std::string query_prompt, passage_prompt;
+  bool model_prompts = true;
+  int64_t query_max_len = 0, passage_max_len = 0;  ///< tokens kept; 0: the model's max_seq_length
+  PromptSettings prompts() const { return {query_prompt, passage_prompt, model_prompts}; }
+};
+
 /// The checkpoint file of `run`: `run` itself, or run/checkpoint.pt when it is a directory.
 std::string checkpoint_of_run(const std::string& run);
 
 /// The encoder of a run (checkpoint.pt or a run's output directory), with its weights and the
 /// tokenizer stored in the checkpoint. Throws CheckpointError naming the file.
-TextEncoder load_run_encoder(const std::string& run);
+/// `info`, when given, receives the checkpoint's info (its run's settings, step, ...).
+TextEncoder load_run_encoder(const std::string& run, CheckpointInfo* info = nullptr);
+
+/// A pretrained model as it is (zero-shot): hf::load_sentence_transformer's module, tokenizer and
+/// prompts. Throws hf::ModelFileError / hf::TokenizerError naming the file.
+TextEncoder load_pretrained_encoder(const PretrainedSource& source);
 
 /// The encoder of `side` ("query" or "passage") from an export directory (export.json,
 /// tokenizer.model and the TorchScript files it names). Throws std::runtime_error naming the

@@ -409,9 +409,42 @@ Tokenizer Tokenizer::from_serialized(const std::string& bytes) {
   return Tokenizer(std::make_shared<const Model>(bytes, "(serialized bytes)"));
 }
 
-std::string Tokenizer::serialized() const { return model_->serialized(); }
+Tokenizer Tokenizer::huggingface(std::shared_ptr<const hf::Tokenizer> tokenizer, bool lower_case,
+                                 size_t max_seq_length) {
+  if (!tokenizer) throw std::invalid_argument("Tokenizer::huggingface: no tokenizer");
+  if (max_seq_length < tokenizer->num_special_tokens() + 1) {
+    throw std::invalid_argument("tokenizer " + tokenizer->name() + ": max_seq_length " +
+                                std::to_string(max_seq_length) + " leaves no room for a token of text");
+  }
+  Tokenizer t(nullptr);
+  t.hf_ = std::move(tokenizer);
+  t.lower_case_ = lower_case;
+  t.max_seq_length_ = max_seq_length;
+  return t;
+}
+
+Tokenizer Tokenizer::with_prompts(Prompts prompts) const {
+  Tokenizer t = *this;
+  t.prompts_ = std::move(prompts);
+  return t;
+}
+
+std::string Tokenizer::serialized() const { return hf_ ? hf_->to_json() : model_->serialized(); }
+
+std::vector<int64_t> Tokenizer::encode_query(std::string_view text, size_t max_len) const {
+  return prompts_.query.empty() ? encode(text, max_len) : encode(prompts_.query + std::string(text), max_len);
+}
+
+std::vector<int64_t> Tokenizer::encode_passage(std::string_view text, size_t max_len) const {
+  return prompts_.passage.empty() ? encode(text, max_len) : encode(prompts_.passage + std::string(text), max_len);
+}
 
 std::vector<int64_t> Tokenizer::encode(std::string_view text, size_t max_len) const {
+  if (hf_) {  // the special tokens always stay: at least them and one piece
+    const size_t cap = max_len == 0 ? max_seq_length_ : std::min(max_seq_length_, max_len);
+    const size_t len = std::max(cap, hf_->num_special_tokens() + 1);
+    return lower_case_ ? hf_->encode(hf::lower_case(text), len) : hf_->encode(text, len);
+  }
   if (text.empty()) return {};
   std::vector<int> ids = model_->encode(text);
   if (ids.empty()) return {unk_id};  // text that normalises to nothing still needs one token
@@ -420,6 +453,7 @@ std::vector<int64_t> Tokenizer::encode(std::string_view text, size_t max_len) co
 }
 
 std::string Tokenizer::decode(const std::vector<int64_t>& ids) const {
+  if (hf_) throw std::logic_error("tokenizer: decode() is for sentencepiece tokenizers");
   const int64_t size = vocab_size();
   std::vector<int> pieces;
   pieces.reserve(ids.size());
@@ -433,6 +467,6 @@ std::string Tokenizer::decode(const std::vector<int64_t>& ids) const {
   return model_->decode(pieces);
 }
 
-int64_t Tokenizer::vocab_size() const { return model_->piece_size(); }
+int64_t Tokenizer::vocab_size() const { return hf_ ? hf_->vocab_size() : model_->piece_size(); }
 
 }  // namespace gradcache::retriever

@@ -1,5 +1,9 @@
-// The retriever's tokenizer: a sentencepiece model trained on the training texts.
+// The retriever's tokenizer: a sentencepiece model trained on the training texts, or the
+// Hugging Face tokenizer of a pretrained model (--model-dir); and the prompts put before
+// queries and passages.
 #pragma once
+
+#include <gradcache/hf/tokenizer.h>
 
 #include <cstddef>
 #include <cstdint>
@@ -27,7 +31,28 @@ struct TokenizerTrainOptions {
   bool fit_vocab_size = false;
 };
 
-/// A sentencepiece tokenizer. Ids: 0 = padding, 1 = unknown; no BOS/EOS (the encoders mean-pool).
+/// The text put before every query and every passage before tokenizing (sentence-transformers'
+/// prompts, e.g. e5's "query: " and "passage: "); "" for none.
+struct Prompts {
+  std::string query, passage;
+};
+
+/// How a run chooses its prompts (--query-prompt, --passage-prompt, --model-prompts): resolved
+/// against a pretrained model by resolve_prompts (model/pretrained.h).
+struct PromptSettings {
+  std::string query, passage;  ///< the texts; "" = not given
+  bool from_model = true;      ///< else a pretrained model's prompts named "query" and "document"
+};
+
+/// What a tokenizer is.
+enum class TokenizerKind {
+  SentencePiece,  ///< trained by this tool (the built-in encoder, TorchScript models)
+  HuggingFace,    ///< a pretrained model's tokenizer.json ([CLS] pieces [SEP] for BERT)
+};
+
+/// A tokenizer, of either kind, with its prompts.
+///
+/// sentencepiece: ids 0 = padding, 1 = unknown; no BOS/EOS (the encoders mean-pool).
 /// Text is NFKC-normalised and lower-cased ("nmt_nfkc_cf"). Copies share the (immutable) model;
 /// encode() may be called from several threads at once.
 ///
@@ -53,14 +78,34 @@ class Tokenizer {
   static Tokenizer load(const std::string& model_path);
   /// From the serialized model proto bytes (checkpoints embed them); bad bytes throw std::runtime_error.
   static Tokenizer from_serialized(const std::string& bytes);
-  /// The serialized model proto: the exact content of the .model file.
+  /// A pretrained model's Hugging Face tokenizer: ids as the model was trained with, texts
+  /// lower-cased first when `lower_case` (sentence-transformers' do_lower_case), every encoding
+  /// cut to at most `max_seq_length` ids (the model's positions) whatever max_len asks.
+  static Tokenizer huggingface(std::shared_ptr<const hf::Tokenizer> tokenizer, bool lower_case,
+                               size_t max_seq_length);
+  /// The same tokenizer, putting `prompts` before the texts of encode_query and encode_passage.
+  Tokenizer with_prompts(Prompts prompts) const;
+
+  TokenizerKind kind() const { return hf_ ? TokenizerKind::HuggingFace : TokenizerKind::SentencePiece; }
+  /// sentencepiece: the serialized model proto (the exact content of the .model file);
+  /// Hugging Face: its tokenizer.json.
   std::string serialized() const;
+  const Prompts& prompts() const { return prompts_; }
+  /// The Hugging Face tokenizer (null for sentencepiece).
+  const std::shared_ptr<const hf::Tokenizer>& huggingface_tokenizer() const { return hf_; }
 
   /// Token ids of `text`, truncated to at most `max_len` ids (0 = no limit). Empty text gives {};
   /// non-empty text never gives {}: text that normalises to nothing (e.g. only spaces or control
   /// characters) gives {unk_id}, so every non-empty text has at least one token to pool.
+  ///
+  /// Hugging Face: the ids of `tokenizers` ([CLS] pieces [SEP]), cut as its truncation does
+  /// (the special tokens stay); max_len 1 is 2 (a text keeps its special tokens).
   std::vector<int64_t> encode(std::string_view text, size_t max_len = 0) const;
-  /// The (normalised, i.e. lower-cased) text of `ids`; padding ids are skipped. For debugging and tests.
+  /// encode() of the query prompt and `text`, or of the passage prompt and `text`.
+  std::vector<int64_t> encode_query(std::string_view text, size_t max_len = 0) const;
+  std::vector<int64_t> encode_passage(std::string_view text, size_t max_len = 0) const;
+  /// The (normalised, i.e. lower-cased) text of `ids`; padding ids are skipped. For debugging and
+  /// tests; sentencepiece only (std::logic_error for a Hugging Face tokenizer).
   std::string decode(const std::vector<int64_t>& ids) const;
   /// Number of pieces, padding and unknown included; every id is in [0, vocab_size()).
   int64_t vocab_size() const;
@@ -72,7 +117,11 @@ class Tokenizer {
   class Model;  // a loaded sentencepiece model (model/tokenizer.cpp)
   explicit Tokenizer(std::shared_ptr<const Model> model);
 
-  std::shared_ptr<const Model> model_;
+  std::shared_ptr<const Model> model_;            // sentencepiece, or
+  std::shared_ptr<const hf::Tokenizer> hf_;       // Hugging Face, with
+  bool lower_case_ = false;                       //   sentence-transformers' do_lower_case
+  size_t max_seq_length_ = 0;                     //   and the model's positions
+  Prompts prompts_;
 };
 
 }  // namespace gradcache::retriever

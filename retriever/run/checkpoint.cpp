@@ -124,6 +124,7 @@ void save_checkpoint(const std::string& path, const CheckpointInfo& info, const 
   archive.write("version", c10::IValue(kVersion));
   archive.write("config", to_tensor(nlohmann::json(info.config).dump()));
   archive.write("tokenizer", to_tensor(info.tokenizer));
+  if (info.pretrained) archive.write("pretrained", to_tensor(to_json(*info.pretrained).dump()));
   archive.write("baseline", to_tensor(info.baseline.dump()));
   if (info.data) archive.write("data_fingerprint", to_tensor(fingerprint_to_json(*info.data).dump()));
   if (!info.selection.is_null()) archive.write("selection", to_tensor(info.selection.dump()));
@@ -183,6 +184,14 @@ CheckpointInfo read_info(torch::serialize::InputArchive& archive, const std::str
       check(false, "checkpoint ", name, " has a malformed data fingerprint: ", error_message(e));
     }
   }
+  torch::Tensor pretrained;
+  if (archive.try_read("pretrained", pretrained)) {  // only in --model-dir runs
+    try {
+      info.pretrained = pretrained_from_json(nlohmann::json::parse(to_bytes(pretrained)), name);
+    } catch (const std::exception& e) {
+      check(false, "checkpoint ", name, " has a malformed pretrained model description: ", error_message(e));
+    }
+  }
   torch::Tensor selection;
   if (archive.try_read("selection", selection)) {  // only in runs with --eval-every
     try {
@@ -207,7 +216,7 @@ CheckpointInfo read_info(torch::serialize::InputArchive& archive, const std::str
 }
 
 BiEncoder read_model(torch::serialize::InputArchive& archive, const std::string& name, const CheckpointInfo& info) {
-  BiEncoder model = build_model(info.config, info.torchscript);
+  BiEncoder model = build_model(info.config, info.torchscript, info.pretrained ? &*info.pretrained : nullptr);
   c10::IValue names, tensors;
   check(archive.try_read("model_names", names) && archive.try_read("model_tensors", tensors) && names.isList() &&
             tensors.isTensorList(),
@@ -264,6 +273,12 @@ void read_training_state(torch::serialize::InputArchive& archive, const std::str
 }
 
 }  // namespace
+
+Tokenizer tokenizer_of(const CheckpointInfo& info) {
+  const PretrainedModel* pretrained = info.pretrained ? &*info.pretrained : nullptr;
+  const Tokenizer tokenizer = pretrained ? pretrained_tokenizer(*pretrained) : Tokenizer::from_serialized(info.tokenizer);
+  return tokenizer.with_prompts(resolve_prompts(info.config.encoder.prompts(), pretrained));
+}
 
 CheckpointInfo read_checkpoint_info(const std::string& path) {
   return reading(path, [&] {

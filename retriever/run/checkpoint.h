@@ -39,8 +39,9 @@ GeneratorStates capture_generators(const c10::Device& device);
 /// What a checkpoint says besides the weights.
 struct CheckpointInfo {
   TrainConfig config;
-  std::string tokenizer;                      ///< serialized sentencepiece model
+  std::string tokenizer;                      ///< Tokenizer::serialized(): sentencepiece model or tokenizer.json
   std::vector<std::string> torchscript;       ///< serialized TorchScript encoders (empty: built-in)
+  std::optional<PretrainedModel> pretrained;  ///< a --model-dir run's model (its weights are the checkpoint's)
   TrainProgress progress;
   nlohmann::json baseline = nullptr;          ///< metrics of the untrained model, if measured
   int64_t world_size = 1;                     ///< processes of the run that saved it
@@ -83,6 +84,9 @@ LoadedCheckpoint load_checkpoint_bytes(const std::string& bytes, const std::stri
 
 /// load_checkpoint_bytes on the file at `path` (a missing file is a CheckpointError too).
 LoadedCheckpoint load_checkpoint(const std::string& path);
+
+/// The tokenizer of a checkpoint's run, with the run's prompts.
+Tokenizer tokenizer_of(const CheckpointInfo& info);
 
 /// The model a checkpoint was saved from, with its weights.
 BiEncoder load_model(const std::string& path, const CheckpointInfo& info);

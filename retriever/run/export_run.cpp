@@ -28,6 +28,11 @@ SettingsTable<ExportSettings> make_export_settings() {
                                                "tokenizer.model, export.json)")
             .required()
             .checked(not_empty()));
+  t.add(field("format", &S::format, "--format",
+              "torchscript (model.pt + tokenizer.model + export.json), sentence-transformers (a directory that "
+              "SentenceTransformer(dir) loads; --model-dir runs) or auto (sentence-transformers for a --model-dir "
+              "run, else torchscript)")
+            .checked(one_of({"auto", "torchscript", "sentence-transformers"})));
   t.add(field("side", &S::side, "--side", "Encoders to export from an untied run: both, query or passage")
             .checked(one_of({"both", "query", "passage"})));
   t.add(field("overwrite", &S::overwrite, "--overwrite", "Replace an existing export directory").as_switch());
@@ -108,6 +113,42 @@ torch::jit::Module loaded_prefix_base(const std::string& bytes, const gradcache:
   return torch::jit::load(in);
 }
 
+// A --model-dir run as a sentence-transformers directory: the trained weights under the model's
+// own names, its modules and tokenizer, and the run's prompts as the "query" and "document"
+// prompts (what SentenceTransformer.encode_query / encode_document use).
+nlohmann::json export_sentence_transformer(const ExportSettings& s, const CheckpointInfo& info, BiEncoder& model) {
+  if (!model.is_pretrained()) {
+    throw std::invalid_argument("--format sentence-transformers: run " + s.run +
+                                " trained the built-in or a TorchScript encoder, not a --model-dir model; export it "
+                                "with --format torchscript");
+  }
+  if (!model.tied() && s.side == "both") {
+    throw std::invalid_argument("--format sentence-transformers: run " + s.run +
+                                " has two encoders (--untie) and a sentence-transformers directory holds one: export "
+                                "each with --side query and --side passage, into two directories");
+  }
+  if (s.dim > 0) {
+    throw std::invalid_argument("--dim with --format sentence-transformers: load the export with "
+                                "SentenceTransformer(dir, truncate_dim=" + std::to_string(s.dim) + ") instead");
+  }
+  StagedDirectory out(s.output, "modules.json", s.overwrite);
+  hf::SentenceTransformer module = model.pretrained_encoders()[s.side == "passage" && !model.tied() ? 1 : 0];
+  const Prompts prompts = tokenizer_of(info).prompts();
+  if (!prompts.query.empty()) module->set_prompt("query", prompts.query);
+  if (!prompts.passage.empty()) module->set_prompt("document", prompts.passage);
+  module->save(out.partial());
+  out.commit();
+  return {{"format", "sentence-transformers"},
+          {"directory", s.output},
+          {"side", model.tied() ? "both" : s.side},
+          {"dim", module->embedding_dimension()},
+          {"normalize", module->options().normalize()},
+          {"max_seq_length", module->options().max_seq_length()},
+          {"source",
+           {{"checkpoint", std::filesystem::absolute(checkpoint_of_run(s.run)).lexically_normal().string()},
+            {"step", info.progress.step}}}};
+}
+
 }  // namespace
 
 const SettingsTable<ExportSettings>& export_settings() {
@@ -119,10 +160,18 @@ nlohmann::json export_run(const ExportSettings& s) {
   export_settings().validate(s);
   const std::string checkpoint = checkpoint_of_run(s.run);
   auto [info, model] = load_checkpoint(checkpoint);
+  model.to(torch::kCPU);
+  model.train(false);
+  if (s.format == "sentence-transformers" || (s.format == "auto" && model.is_pretrained()))
+    return export_sentence_transformer(s, info, model);
+  if (model.is_pretrained()) {
+    throw std::invalid_argument("--format torchscript: run " + s.run +
+                                " fine-tuned a --model-dir model; export it with --format sentence-transformers");
+  }
   StagedDirectory out(s.output, "export.json", s.overwrite);
   model.to(torch::kCPU);
   model.train(false);
-  const auto tokenizer = Tokenizer::from_serialized(info.tokenizer);
+  const auto tokenizer = tokenizer_of(info);
   const auto& config = info.config;
   const auto scripts = model.torchscript_bytes();  // a TorchScript run's modules, with the trained weights
   const int64_t vocab = scripts.empty() ? model.builtin_encoders()[0]->options().vocab_size() : tokenizer.vocab_size();

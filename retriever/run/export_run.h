@@ -26,6 +26,10 @@ namespace retriever {
 
 struct ExportSettings {
   std::string run;            ///< checkpoint.pt, or a run's output directory
+  /// torchscript (the layout above), sentence-transformers (a directory SentenceTransformer(dir)
+  /// loads: a --model-dir run's), or auto: sentence-transformers for a --model-dir run, else
+  /// torchscript.
+  std::string format = "auto";
   std::string output;         ///< the export directory
   std::string side = "both";  ///< both | query | passage
   bool overwrite = false;     ///< replace an existing export directory
@@ -36,7 +40,7 @@ struct ExportSettings {
 const SettingsTable<ExportSettings>& export_settings();
 
 /// Writes the export directory (staged: it appears whole, or not at all) and returns its
-/// export.json. Before writing, each exported module is run on a probe batch and compared with
+/// export.json (for --format sentence-transformers: a description of what was written). Before writing, each exported module is run on a probe batch and compared with
 /// the run's encoder (it must agree within 1e-5). Throws std::exception subclasses naming the
 /// file or flag: a missing run, an existing --output without --overwrite, ...
 nlohmann::json export_run(const ExportSettings& settings);

@@ -2,6 +2,7 @@
 
 #include "retriever/config/device.h"
 #include "retriever/config/matryoshka_settings.h"
+#include "retriever/config/model_source_settings.h"
 #include "retriever/data/data_files.h"
 #include "retriever/data/text_data.h"
 #include "retriever/model/saved_encoder.h"
@@ -27,6 +28,7 @@ SettingsTable<EncodeSettings> make_encode_settings() {
   SettingsTable<S> t;
   t.add(field("run", &S::run, "--run", "checkpoint.pt, or the --output directory of a run"));
   t.add(field("model", &S::model, "--model", "An export directory (gradcache export) instead of --run"));
+  add_pretrained_source_settings(t);
   t.add(field("corpus", &S::corpus, "--corpus", "Texts to encode: id<TAB>text[<TAB>title] or JSONL {id, text, title?}")
             .required()
             .checked(not_empty()));
@@ -48,8 +50,10 @@ SettingsTable<EncodeSettings> make_encode_settings() {
             .hint("M")
             .checked(at_least(0)));
   t.add_check([](const S& s) {
-    return s.run.empty() == s.model.empty() ? "give one of --run (a training run) and --model (an export directory)"
-                                            : "";
+    return !s.run.empty() + !s.model.empty() + !s.pretrained.dir.empty() != 1
+               ? "give one of --run (a training run), --model (an export directory) and --model-dir (a pretrained "
+                 "model)"
+               : "";
   });
   return t;
 }
@@ -61,7 +65,8 @@ at::Tensor encode_shard(const gradcache::Model& model, const TextEncoder& encode
                         const std::function<void(int64_t)>& rows_done) {
   std::vector<std::vector<int64_t>> tokens;
   tokens.reserve(texts.size());
-  for (const auto& text : texts) tokens.push_back(encoder.tokenizer.encode(text, max_len));
+  for (const auto& text : texts)
+    tokens.push_back(s.side == "query" ? encoder.tokenizer.encode_query(text, max_len) : encoder.tokenizer.encode_passage(text, max_len));
   const size_t block = static_cast<size_t>(s.batch_size) * 8;
   std::vector<at::Tensor> parts;
   for (size_t start = 0; start < tokens.size(); start += block) {
@@ -89,7 +94,9 @@ EncodeReport encode_corpus(const EncodeSettings& s, const EncodeControl& control
   torch::set_num_threads(s.threads > 0 ? static_cast<int>(s.threads) : 1);
   CollectionReader reader(s.corpus, s.on_bad_line);  // a missing corpus: before anything else
   StagedDirectory out(s.output, "manifest.json", s.overwrite);
-  TextEncoder encoder = s.model.empty() ? load_run_encoder(s.run) : load_exported_encoder(s.model, s.side);
+  TextEncoder encoder = !s.run.empty()   ? load_run_encoder(s.run)
+                        : !s.model.empty() ? load_exported_encoder(s.model, s.side)
+                                           : load_pretrained_encoder(s.pretrained);
   encoder.model.to(c10::Device(s.device));
   encoder.model.train(false);
   const bool query = s.side == "query";

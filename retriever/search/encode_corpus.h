@@ -5,6 +5,7 @@
 #include "retriever/config/settings_table.h"
 #include "retriever/config/train_config.h"
 #include "retriever/model/encode_all.h"
+#include "retriever/model/saved_encoder.h"
 
 #include <atomic>
 #include <cstdint>
@@ -16,7 +17,8 @@ namespace retriever {
 
 struct EncodeSettings {
   std::string run;                  ///< checkpoint.pt or a run's output directory; or
-  std::string model;                ///< an export directory (gradcache export)
+  std::string model;                ///< an export directory (gradcache export); or
+  PretrainedSource pretrained;      ///< a pretrained model's directory (--model-dir)
   std::string corpus;               ///< id<TAB>text[<TAB>title] or JSONL {id, text, title?}
   std::string side = "passage";     ///< which encoder and max length: passage | query
   std::string output;               ///< the embeddings directory

@@ -23,8 +23,8 @@ TokenizedEvalSet tokenize_eval_set(std::string name, const TextCollection& corpu
                                    size_t passage_max_len) {
   TokenizedEvalSet out;
   out.name = std::move(name);
-  for (const auto& text : corpus.texts) out.corpus.push_back(tokenizer.encode(text, passage_max_len));
-  for (const auto& text : queries.texts) out.queries.push_back(tokenizer.encode(text, query_max_len));
+  for (const auto& text : corpus.texts) out.corpus.push_back(tokenizer.encode_passage(text, passage_max_len));
+  for (const auto& text : queries.texts) out.queries.push_back(tokenizer.encode_query(text, query_max_len));
   out.relevant.resize(queries.size());
   for (size_t q = 0; q < queries.size(); ++q) {
     auto judged = qrels.find(queries.ids[q]);

@@ -2,6 +2,7 @@
 
 #include "retriever/config/device.h"
 #include "retriever/config/matryoshka_settings.h"
+#include "retriever/config/model_source_settings.h"
 #include "retriever/config/search_settings.h"
 #include "retriever/data/task.h"
 #include "retriever/model/saved_encoder.h"
@@ -30,8 +31,8 @@ void add_search_settings(SettingsTable<EvalSettings>& t) {
 SettingsTable<EvalSettings> make_eval_settings() {
   using S = EvalSettings;
   SettingsTable<S> t;
-  t.add(field("checkpoint", &S::checkpoint, "--checkpoint", "checkpoint.pt, or the --output directory of a run")
-            .required());
+  t.add(field("checkpoint", &S::checkpoint, "--checkpoint", "checkpoint.pt, or the --output directory of a run"));
+  add_pretrained_source_settings(t);
   t.add(field("corpus", &S::corpus, "--corpus", "Corpus: id<TAB>text or JSONL {id, text}"));
   t.add(field("queries", &S::queries, "--queries", "Queries: id<TAB>text or JSONL {id, text}"));
   t.add(field("qrels", &S::qrels, "--qrels", "Judgements: TREC 'qid 0 docid rel'"));
@@ -56,6 +57,11 @@ SettingsTable<EvalSettings> make_eval_settings() {
             .in_group("Search")
             .checked(at_least(0)));
   t.add_check([](const S& s) {
+    return s.checkpoint.empty() == s.pretrained.dir.empty()
+               ? "give one of --checkpoint (a training run) and --model-dir (a pretrained model)"
+               : "";
+  });
+  t.add_check([](const S& s) {
     const int given = !s.corpus.empty() + !s.queries.empty() + !s.qrels.empty();
     return given == 0 || given == 3 ? "" : "--corpus, --queries and --qrels go together";
   });
@@ -76,8 +82,11 @@ EvalReport evaluate_checkpoint(const EvalSettings& s, const EvalControl& control
   };
   torch::set_num_threads(s.threads > 0 ? static_cast<int>(s.threads) : 1);
   EvalReport report;
-  report.checkpoint = checkpoint_of_run(s.checkpoint);
-  auto [info, model] = load_checkpoint(report.checkpoint);  // checked (CRCs) and read once
+  CheckpointInfo info;  // a --model-dir model has no run: the defaults of one
+  const bool pretrained = !s.pretrained.dir.empty();
+  report.checkpoint = pretrained ? s.pretrained.dir : checkpoint_of_run(s.checkpoint);
+  TextEncoder encoder = pretrained ? load_pretrained_encoder(s.pretrained) : load_run_encoder(s.checkpoint, &info);
+  BiEncoder& model = encoder.model;
   EvalData data;
   if (!s.corpus.empty()) {
     std::vector<std::string> notices;
@@ -88,10 +97,9 @@ EvalReport evaluate_checkpoint(const EvalSettings& s, const EvalControl& control
   }
   const c10::Device device(s.device);
   model.to(device);
-  const auto tokenizer = Tokenizer::from_serialized(info.tokenizer);
-  const auto set = tokenize_eval_set(data.name, data.corpus, data.queries, data.qrels, tokenizer,
-                                     static_cast<size_t>(info.config.tokenizer.query_max_len),
-                                     static_cast<size_t>(info.config.tokenizer.passage_max_len));
+  const auto set = tokenize_eval_set(data.name, data.corpus, data.queries, data.qrels, encoder.tokenizer,
+                                     static_cast<size_t>(encoder.query_max_len),
+                                     static_cast<size_t>(encoder.passage_max_len));
   log("encoding " + std::to_string(set.corpus.size()) + " passages and " + std::to_string(set.queries.size()) +
       " queries on " + s.device);
   EvalOptions options;
@@ -101,9 +109,9 @@ EvalReport evaluate_checkpoint(const EvalSettings& s, const EvalControl& control
   options.stop = control.stop;
   options.index = s.index;
   options.index.threads = s.threads > 0 ? s.threads : 1;
-  const bool normalizes = encoder_normalizes(info.config);
+  const bool normalizes = model.normalizes();
   if (s.dim > 0) {
-    if (output_width(info.config) > 0) check_prefix_dim(s.dim, output_width(info.config), "--dim");
+    if (model.output_dim() > 0) check_prefix_dim(s.dim, model.output_dim(), "--dim");
     options.prefix_dim = report.dim = s.dim;
     options.normalize_prefix = normalizes;
   }
@@ -124,6 +132,7 @@ EvalReport evaluate_checkpoint(const EvalSettings& s, const EvalControl& control
   report.data_name = data.name;
   report.corpus_size = data.corpus.size();
   report.step = info.progress.step;
+  report.row = pretrained ? "zero-shot" : "step " + std::to_string(report.step);
   return report;
 }
 

@@ -4,6 +4,7 @@
 
 #include "retriever/config/settings_table.h"
 #include "retriever/config/train_config.h"
+#include "retriever/model/saved_encoder.h"
 #include "retriever/search/evaluate.h"
 #include "retriever/search/metrics.h"
 
@@ -19,6 +20,7 @@ namespace retriever {
 
 struct EvalSettings {
   std::string checkpoint;                    ///< checkpoint.pt, or a run's output directory
+  PretrainedSource pretrained;               ///< or a pretrained model's directory (zero-shot)
   std::string corpus, queries, qrels;        ///< evaluation files; none: the WordNet split
   std::string split = "test";                ///< WordNet split: test or dev
   std::string wordnet_dir;                   ///< "" = the run's
@@ -40,10 +42,11 @@ struct EvalSettings {
 const SettingsTable<EvalSettings>& eval_settings();
 
 struct EvalReport {
-  std::string checkpoint;  ///< the checkpoint file evaluated
+  std::string checkpoint;  ///< the checkpoint file evaluated, or the --model-dir
   std::string data_name;   ///< e.g. "wordnet test", or the queries file
   size_t corpus_size = 0;
   int64_t step = 0;        ///< the checkpoint's training step
+  std::string row;         ///< what the metrics are of: "step N", or "zero-shot" for a --model-dir
   RetrievalMetrics metrics;
   DenseEvaluation dense;                 ///< how the search went (index, recall vs exact, Phi's re-ranking)
   std::optional<Bm25Evaluation> bm25;    ///< the BM25 baseline (with --eval-bm25)
@@ -59,7 +62,7 @@ struct EvalControl {
   const std::atomic<int>* stop = nullptr;
 };
 
-/// Loads the checkpoint and the evaluation data, and evaluates. Throws std::exception
+/// Loads the checkpoint (or the --model-dir model) and the evaluation data, and evaluates. Throws std::exception
 /// subclasses naming the file or flag (all before the encoding starts), or StoppedBySignal.
 EvalReport evaluate_checkpoint(const EvalSettings& settings, const EvalControl& control = {});
 

@@ -1,6 +1,7 @@
 #include "retriever/search/mine.h"
 
 #include "retriever/config/device.h"
+#include "retriever/config/model_source_settings.h"
 #include "retriever/config/search_settings.h"
 #include "retriever/data/data_files.h"
 #include "retriever/data/passage_corpus.h"
@@ -31,6 +32,7 @@ SettingsTable<MineSettings> make_mine_settings() {
   SettingsTable<S> t;
   t.add(field("run", &S::run, "--run", "Dense retrieval with this run: checkpoint.pt (or best.pt) or its directory")
             .in_group("Retrieval"));
+  add_pretrained_source_settings(t);
   t.add(field("model", &S::model, "--model", "Dense retrieval with an exported model (gradcache export's directory)")
             .in_group("Retrieval"));
   t.add(field("bm25", &S::bm25, "--bm25", "Retrieve with BM25 (Xapian) instead").as_switch().in_group("Retrieval"));
@@ -69,10 +71,11 @@ SettingsTable<MineSettings> make_mine_settings() {
   t.add(field("device", &S::device, "--device", "cpu, cuda, ...").checked(existing_device()).in_group("Machine"));
   t.add(field("threads", &S::threads, "--threads", "Intra-op threads (0: 1)").checked(at_least(0)).in_group("Machine"));
   t.add_check([](const S& s) {
-    if (!s.run.empty() + !s.model.empty() + s.bm25 != 1)
-      return std::string("give exactly one of --run, --model (dense retrieval) and --bm25");
-    if (s.bm25 && s.margin > 0) return std::string("--margin needs dense scores: use it with --run or --model");
-    if (s.bm25 && !s.embeddings.empty()) return std::string("--embeddings are dense vectors: use them with --run or --model");
+    if (!s.run.empty() + !s.model.empty() + !s.pretrained.dir.empty() + s.bm25 != 1)
+      return std::string("give exactly one of --run, --model, --model-dir (dense retrieval) and --bm25");
+    if (s.bm25 && s.margin > 0) return std::string("--margin needs dense scores: use it with --run, --model or --model-dir");
+    if (s.bm25 && !s.embeddings.empty())
+      return std::string("--embeddings are dense vectors: use them with --run, --model or --model-dir");
     return std::string();
   });
   t.add_check([](const S& s) {
@@ -146,11 +149,11 @@ std::vector<MiningQuery> mining_queries(const TopK& top) {
   return out;
 }
 
-// The query and passage encoders of a run or of an export.
+// The query and passage encoders of a run, of a pretrained model or of an export.
 std::pair<TextEncoder, TextEncoder> load_encoders(const MineSettings& s) {
-  if (!s.run.empty()) {
-    TextEncoder run = load_run_encoder(s.run);
-    return {run, run};
+  if (!s.run.empty() || !s.pretrained.dir.empty()) {
+    TextEncoder model = s.run.empty() ? load_pretrained_encoder(s.pretrained) : load_run_encoder(s.run);
+    return {model, model};
   }
   return {load_exported_encoder(s.model, "query"), load_exported_encoder(s.model, "passage")};
 }
@@ -184,7 +187,9 @@ std::vector<MiningQuery> retrieve_dense(const MineSettings& s, const MiningData&
     const auto max_len = static_cast<size_t>(query_side ? encoder.query_max_len : encoder.passage_max_len);
     std::vector<std::vector<int64_t>> tokens;
     tokens.reserve(texts.size());
-    for (const auto& text : texts) tokens.push_back(encoder.tokenizer.encode(text, max_len));
+    for (const auto& text : texts)
+      tokens.push_back(query_side ? encoder.tokenizer.encode_query(text, max_len)
+                                  : encoder.tokenizer.encode_passage(text, max_len));
     const auto model = query_side ? encoder.model.query_model() : encoder.model.passage_model();
     return encode_all(model, tokens, s.batch_size, device, control.stop);
   };
@@ -299,7 +304,10 @@ MineReport mine(const MineSettings& s, const MineControl& control) {
   report.corpus_size = data.corpus.size();
   std::vector<MiningQuery> queries = s.bm25 ? retrieve_bm25(s, data, options.last_rank, control)
                                             : retrieve_dense(s, data, options.last_rank, control);
-  report.source = s.bm25 ? "bm25" : !s.run.empty() ? checkpoint_of_run(s.run) : s.model;
+  report.source = s.bm25                    ? "bm25"
+                  : !s.run.empty()            ? checkpoint_of_run(s.run)
+                  : !s.pretrained.dir.empty() ? s.pretrained.dir
+                                              : s.model;
   for (size_t q = 0; q < queries.size(); ++q) queries[q].excluded = excluded_rows(data, data.examples[q]);
   if (s.on_short == "random") options.random_fill_from = static_cast<int64_t>(data.corpus.size());
   const auto negatives = choose_negatives(queries, options, report.stats);

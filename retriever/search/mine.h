@@ -6,6 +6,7 @@
 #include "retriever/config/settings_table.h"
 #include "retriever/config/train_config.h"
 #include "retriever/model/encode_all.h"
+#include "retriever/model/saved_encoder.h"
 #include "retriever/search/dense_index.h"
 #include "retriever/search/negative_mining.h"
 
@@ -19,6 +20,7 @@ namespace gradcache::retriever {
 struct MineSettings {
   std::string run;                       ///< checkpoint.pt or a run directory: dense retrieval
   std::string model;                     ///< or an export directory (gradcache export): dense retrieval
+  PretrainedSource pretrained;           ///< or a pretrained model's directory (--model-dir): dense retrieval
   bool bm25 = false;                     ///< or BM25 (Xapian)
   DenseIndexOptions index;               ///< how the dense search runs (--index ...)
   std::string embeddings;                ///< the corpus's vectors from `gradcache encode` (not encoded again)

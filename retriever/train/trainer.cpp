@@ -13,6 +13,7 @@
 #include "retriever/train/curves.h"
 #include "retriever/train/model_selection.h"
 #include "retriever/train/progress.h"
+#include "retriever/train/run_evaluation.h"
 #include "retriever/train/training_state.h"
 #include "retriever/train/training_step.h"
 
@@ -46,6 +47,7 @@ class Run {
  private:
   void set_up_machine();
   void open_directory();
+  void load_pretrained_model();
   void load_data();
   void fingerprint_data();
   void check_resumed_position() const;
@@ -60,9 +62,6 @@ class Run {
   void write_curves();
   bool stop_requested() const;
   void log(const std::string& text) { progress_->message(text); }
-  std::optional<RetrievalMetrics> evaluate_now(const char* what, std::optional<RetrievalMetrics>* reranked = nullptr);
-  std::optional<RetrievalMetrics> evaluate_bm25_now();
-  std::optional<RetrievalMetrics> evaluate_trained();
   void write_summary();
   nlohmann::json selection_summary() const;
   bool writer() const { return rank_ == 0; }  // the one process that writes, logs and evaluates
@@ -76,7 +75,10 @@ class Run {
   c10::Device device_{c10::kCPU};
   std::unique_ptr<RunDirectory> directory_;
   std::optional<CheckpointInfo> resumed_;
+  std::optional<LoadedPretrained> pretrained_;             // --model-dir, until the model holds it
+  std::optional<PretrainedModel> pretrained_description_;  // what checkpoints record of it
   std::unique_ptr<TrainingData> data_;
+  std::unique_ptr<RunEvaluation> evaluation_;  // on data_'s evaluation set
   DataFingerprint data_fingerprint_;  // recorded in every checkpoint
   std::unique_ptr<TrainingModel> model_;
   std::unique_ptr<TrainingStep> step_;
@@ -118,15 +120,30 @@ void Run::open_directory() {
   stopped_early_ = patience_exhausted(selection_, config_.selection.patience);
 }
 
+// --model-dir: the pretrained model, read once (a resumed run's checkpoint describes it).
+void Run::load_pretrained_model() {
+  if (resumed_) {
+    pretrained_description_ = resumed_->pretrained;
+  } else if (config_.encoder.is_pretrained()) {
+    pretrained_ = load_pretrained(config_.encoder.pretrained);
+    pretrained_description_ = pretrained_->description;
+    log("pretrained model " + config_.encoder.pretrained + ": " + pretrained_->module->transformer().model_type() +
+        ", embeddings of " + std::to_string(pretrained_->module->embedding_dimension()) + " dimensions");
+  }
+}
+
 void Run::load_data() {
   TrainingData::TokenizerSource tokenizer;
+  tokenizer.pretrained = pretrained_description_ ? &*pretrained_description_ : nullptr;
   tokenizer.saved = resumed_ ? &resumed_->tokenizer : nullptr;
   tokenizer.trained_path = directory_->path("tokenizer.model");
   tokenizer.group = group_.get();
   data_ = std::make_unique<TrainingData>(config_, tokenizer, BatchShare{rank_, world_},
                                          [this](const std::string& text) { log(text); });
-  if (config_.encoder.torchscript.empty()) config_.tokenizer.vocab_size = data_->tokenizer().vocab_size();
-  if (!resumed_) directory_->write("tokenizer.model", data_->tokenizer().serialized());
+  evaluation_ = std::make_unique<RunEvaluation>(config_, *data_, device_, [this](const std::string& text) { log(text); });
+  if (config_.encoder.is_builtin()) config_.tokenizer.vocab_size = data_->tokenizer().vocab_size();
+  const bool sentencepiece = data_->tokenizer().kind() == TokenizerKind::SentencePiece;
+  if (!resumed_) directory_->write(sentencepiece ? "tokenizer.model" : "tokenizer.json", data_->tokenizer().serialized());
 }
 
 // A resumed run must read the data the checkpoint was trained on: its position in them (epoch
@@ -286,6 +303,7 @@ void Run::save(const std::string& name) {
   CheckpointInfo info;
   info.config = config_;
   info.tokenizer = data_->tokenizer().serialized();
+  info.pretrained = pretrained_description_;
   info.progress = progress_state_;
   info.baseline = baseline_;
   info.data = data_fingerprint_;
@@ -308,12 +326,9 @@ void Run::select_on_dev() {
   const int64_t step = progress_state_.step;
   bool improved = false, stop = false;
   if (writer()) {
-    EvalOptions options;
-    options.batch_size = config_.eval.batch_size;
-    options.device = device_;
     std::string line;
-    const auto metrics =
-        evaluate_and_describe(model_->model(), *data_->dev_set(), options, "step " + std::to_string(step), line);
+    const auto metrics = evaluate_and_describe(model_->model(), *data_->dev_set(), evaluation_->options(),
+                                               "step " + std::to_string(step), line);
     directory_->append_dev_metrics(step, to_json(metrics));
     improved = record_evaluation(selection_, metric_value(metrics, config_.selection.metric), step);
     stop = patience_exhausted(selection_, config_.selection.patience);
@@ -353,55 +368,11 @@ bool Run::stop_requested() const {
   return group_ ? distributed::any_rank(*group_)(stop != 0) : stop != 0;
 }
 
-// With `reranked` and a learned similarity: also the dense top --rerank-k re-ranked by Phi.
-std::optional<RetrievalMetrics> Run::evaluate_now(const char* what, std::optional<RetrievalMetrics>* reranked) {
-  if (!data_->eval_set() || !writer()) return std::nullopt;
-  EvalOptions options;
-  options.batch_size = config_.eval.batch_size;
-  options.device = device_;
-  options.rerank_k = config_.similarity.rerank_k;
-  std::string line;
-  auto metrics = evaluate_and_describe(model_->model(), *data_->eval_set(), options, what, line, reranked);
-  log(line);
-  return metrics;
-}
-
 nlohmann::json Run::selection_summary() const {
   auto j = to_json(selection_);
   j["checkpoint"] = selection_.best_step > 0 ? nlohmann::json(directory_->path("best.pt")) : nlohmann::json(nullptr);
   j["patience"] = config_.selection.patience;
   return j;
-}
-
-// The BM25 baseline, once per run, beside the trained model's evaluation.
-std::optional<RetrievalMetrics> Run::evaluate_bm25_now() {
-  const auto& texts = data_->eval_texts();
-  if (!texts || !data_->eval_set() || !writer() || !config_.eval.bm25) return std::nullopt;
-  const auto start = Clock::now();
-  const auto bm25 = evaluate_bm25(texts->corpus, texts->queries, *data_->eval_set(), Bm25Options{}, 100,
-                                  [this](const std::string& line) { log(line); });
-  char line[160];
-  std::snprintf(line, sizeof line, "bm25: R@10 %.4f  MRR@10 %.4f (%.1f s)", bm25.metrics.recall_at_10,
-                bm25.metrics.mrr_at_10, seconds_since(start));
-  log(line);
-  return bm25.metrics;
-}
-
-// After training: the model's metrics, and with --matryoshka each prefix width's (one encoding).
-std::optional<RetrievalMetrics> Run::evaluate_trained() {
-  auto dims = parse_dim_list(config_.matryoshka.dims, "--matryoshka");
-  if (dims.empty()) return evaluate_now("trained", &result_.trained_reranked);
-  if (!data_->eval_set() || !writer()) return std::nullopt;
-  EvalOptions options;
-  options.batch_size = config_.eval.batch_size;
-  options.device = device_;
-  dims.insert(dims.begin(), 0);  // all dimensions: the trained row
-  std::vector<std::string> lines;
-  const auto all = evaluate_prefixes_and_describe(model_->model(), *data_->eval_set(), options, dims,
-                                                  encoder_normalizes(config_), "trained", lines);
-  for (const auto& line : lines) log(line);
-  result_.trained_prefixes.assign(all.begin() + 1, all.end());
-  return all.front().metrics;
 }
 
 void Run::write_summary() {
@@ -434,11 +405,14 @@ TrainResult Run::execute() {
   for (const auto& warning : setting_warnings(config_)) log("warning: " + warning);
   open_directory();
   if (group_) group_->check_same("settings", distributed_invariant(config_).dump());
+  load_pretrained_model();
   load_data();
   fingerprint_data();
-  model_ = std::make_unique<TrainingModel>(config_, device_, group_.get(), rank_,
-                                           TrainingModel::Resume{resumed_ ? &*resumed_ : nullptr,
-                                                                 directory_->checkpoint_path()});
+  model_ = std::make_unique<TrainingModel>(
+      config_, device_, group_.get(), rank_,
+      TrainingModel::Resume{resumed_ ? &*resumed_ : nullptr, directory_->checkpoint_path()},
+      pretrained_ ? &*pretrained_ : nullptr);
+  pretrained_.reset();
   for (const auto& script : model_->model().scripts())
     check_script_vocabulary(*script, data_->tokenizer().vocab_size(), config_.encoder.torchscript,
                             config_.tokenizer.file.empty() ? "trained by this run" : config_.tokenizer.file);
@@ -458,7 +432,7 @@ TrainResult Run::execute() {
   if (resumed_) {
     log("resuming at step " + std::to_string(progress_state_.step));
   } else if (config_.eval.baseline) {
-    if (auto m = evaluate_now("untrained")) baseline_ = to_json(*m);
+    if (auto m = writer() ? evaluation_->model(model_->model(), "untrained") : std::nullopt) baseline_ = to_json(*m);
   }
 
   if (!resumed_) directory_->remove("best.pt");  // an earlier run's, in --overwrite
@@ -469,8 +443,9 @@ TrainResult Run::execute() {
     log("stopped at step " + std::to_string(progress_state_.step) + "; checkpoint saved to " +
         directory_->checkpoint_path() + "; continue with --resume");
   } else {
-    result_.trained = evaluate_trained();
-    if (result_.trained) result_.bm25 = evaluate_bm25_now();
+    if (writer())
+      result_.trained = evaluation_->trained(model_->model(), &result_.trained_reranked, &result_.trained_prefixes);
+    if (result_.trained) result_.bm25 = evaluation_->bm25();
     if (!baseline_.is_null()) result_.untrained = metrics_from_json(baseline_);
   }
   result_.eval_name = data_->eval_set() ? data_->eval_set()->name : "";

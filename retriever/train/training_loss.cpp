@@ -23,16 +23,16 @@ Loss make_loss(const LossSettings& loss) {
   return SimpleContrastiveLoss(options);
 }
 
-MatryoshkaOptions matryoshka_options(const TrainConfig& c) {
+MatryoshkaOptions matryoshka_options(const MatryoshkaSettings& settings, bool normalizes) {
   return MatryoshkaOptions()
-      .dims(parse_dim_list(c.matryoshka.dims, "--matryoshka"))
-      .weights(parse_weight_list(c.matryoshka.weights, "--matryoshka-weights"))
-      .normalize_prefixes(encoder_normalizes(c));
+      .dims(parse_dim_list(settings.dims, "--matryoshka"))
+      .weights(parse_weight_list(settings.weights, "--matryoshka-weights"))
+      .normalize_prefixes(normalizes);
 }
 
-Loss with_matryoshka(Loss loss, const TrainConfig& c) {
-  if (c.matryoshka.dims.empty() || !loss.defined()) return loss;
-  return MatryoshkaLoss(std::move(loss), matryoshka_options(c));
+Loss with_matryoshka(Loss loss, const MatryoshkaSettings& settings, bool normalizes) {
+  if (!settings.enabled() || !loss.defined()) return loss;
+  return MatryoshkaLoss(std::move(loss), matryoshka_options(settings, normalizes));
 }
 
 }  // namespace retriever

@@ -22,12 +22,13 @@ StreamingLossOptions streaming_loss_options(const LossSettings& loss);
 /// the same loss without the batch x batch score matrix.
 Loss make_loss(const LossSettings& loss);
 
-/// The prefixes of a run (empty dims when --matryoshka is off).
-MatryoshkaOptions matryoshka_options(const TrainConfig& c);
+/// The prefixes of a run (empty dims when --matryoshka is off), re-normalised when the encoder
+/// `normalizes` (BiEncoder::normalizes()).
+MatryoshkaOptions matryoshka_options(const MatryoshkaSettings& settings, bool normalizes);
 
 /// `loss` summed over the run's prefixes (MatryoshkaLoss), or `loss` itself when --matryoshka
 /// is off or `loss` is undefined.
-Loss with_matryoshka(Loss loss, const TrainConfig& c);
+Loss with_matryoshka(Loss loss, const MatryoshkaSettings& settings, bool normalizes);
 
 }  // namespace retriever
 }  // namespace gradcache

@@ -35,24 +35,31 @@ int64_t script_output_width(torch::jit::Module& script) {
   return width;
 }
 
-// The built-in model's width is checked with the settings; a --model's only by running it, here,
-// so that a prefix too wide is refused before training, naming the flags.
+// The built-in model's width is checked with the settings; a --model's only by running it and a
+// --model-dir's once loaded, here, so that a prefix too wide is refused before training, naming
+// the flags.
 void check_prefixes_fit(const TrainConfig& config, const BiEncoder& model) {
-  if (config.matryoshka.dims.empty() || !model.is_torchscript()) return;
-  const int64_t width = script_output_width(*model.scripts().front());
-  const auto refusal = matryoshka_too_wide(
-      config, width,
-      "the width " + std::to_string(width) + " of the embeddings of --model " + config.encoder.torchscript);
+  if (!config.matryoshka.enabled() || config.encoder.is_builtin()) return;
+  const bool script = model.is_torchscript();
+  const int64_t width = script ? script_output_width(*model.scripts().front()) : model.output_dim();
+  const auto refusal =
+      matryoshka_too_wide(config, width,
+                          "the width " + std::to_string(width) + " of the embeddings of " +
+                              (script ? "--model " + config.encoder.torchscript : "--model-dir " + config.encoder.pretrained));
   if (!refusal.empty()) throw std::invalid_argument(refusal);
 }
 
 }  // namespace
 
 TrainingModel::TrainingModel(const TrainConfig& config, const c10::Device& device,
-                             const distributed::ProcessGroup* group, int rank, const Resume& resume) {
+                             const distributed::ProcessGroup* group, int rank, const Resume& resume,
+                             const LoadedPretrained* pretrained) {
   torch::manual_seed(config.training.seed);
   if (resume.info) {
     model_ = load_model(resume.path, *resume.info);
+  } else if (pretrained) {
+    model_ = pretrained_model(*pretrained, config.encoder.untie);
+    check_prefixes_fit(config, *model_);
   } else if (!config.encoder.torchscript.empty()) {
     model_ = BiEncoder::torchscript(config.encoder.torchscript, config.encoder.untie);
     check_prefixes_fit(config, *model_);
@@ -79,8 +86,8 @@ TrainingModel::TrainingModel(const TrainConfig& config, const c10::Device& devic
     sharded_loss_ = distributed::ShardedContrastiveLoss(*group, streaming_loss_options(config.loss));
   }
   // --matryoshka: the same loss summed over the prefixes of the one cached representation.
-  loss_ = with_matryoshka(loss_, config);
-  sharded_loss_ = with_matryoshka(sharded_loss_, config);
+  loss_ = with_matryoshka(loss_, config.matryoshka, model_->normalizes());
+  sharded_loss_ = with_matryoshka(sharded_loss_, config.matryoshka, model_->normalizes());
 }
 
 // Temperature 1: Phi's dot term is already divided by --temperature, and the MLP learns the

@@ -38,11 +38,12 @@ class TrainingModel {
     const CheckpointInfo* info = nullptr;
     std::string path;
   };
-  /// The model of `config` on `device` (from `resume.info` when set), in training mode. Every
-  /// rank starts from the same weights; in a group of more than one, the generators are then
-  /// seeded per rank so that dropout draws differ.
+  /// The model of `config` on `device` (from `resume.info` when set; else `pretrained`, the
+  /// --model-dir model, when given), in training mode. Every rank starts from the same weights;
+  /// in a group of more than one, the generators are then seeded per rank so that dropout draws
+  /// differ.
   TrainingModel(const TrainConfig& config, const c10::Device& device, const distributed::ProcessGroup* group,
-                int rank, const Resume& resume);
+                int rank, const Resume& resume, const LoadedPretrained* pretrained = nullptr);
 
   BiEncoder& model() { return *model_; }
   const Loss& loss() const { return loss_; }

@@ -50,14 +50,6 @@ TransformerSettings transformer_settings(const std::string& transformer_dir, boo
   return settings;
 }
 
-// Rust's char::to_lowercase of every character, as sentence-transformers' do_lower_case (a
-// Lowercase normaliser in front of the tokenizer's).
-std::string lower_case(const std::string& text) {
-  std::u32string lowered;
-  for (char32_t c : unicode::decode_utf8(text)) unicode::append_lowercase(lowered, c);
-  return unicode::encode_utf8(lowered);
-}
-
 PoolingOptions read_pooling(const std::string& dir, const ModuleSpec& spec, const TransformerBackbone& model) {
   const std::string file = path_in(dir, spec.path, "config.json");
   PoolingOptions pooling = parse_pooling_config(detail::read_text_file(file), file);
@@ -137,6 +129,10 @@ std::string SentenceTransformerImpl::prompt(const std::string& name) const {
   for (const auto& entry : prompts) known += (known.empty() ? "" : ", ") + entry.first;
   throw std::invalid_argument("SentenceTransformer: no prompt named \"" + name + "\" (the model has: " +
                               (known.empty() ? "none" : known) + ")");
+}
+
+void SentenceTransformerImpl::set_prompt(const std::string& name, const std::string& text) {
+  options_.settings().prompts[name] = text;
 }
 
 const Tokenizer& SentenceTransformerImpl::tokenizer() const {

@@ -101,4 +101,10 @@ size_t Tokenizer::num_special_tokens() const {
 std::optional<size_t> Tokenizer::truncation_max_length() const { return state_->truncation_max_length; }
 const std::string& Tokenizer::name() const { return state_->name; }
 
+std::string lower_case(std::string_view text) {
+  std::u32string lowered;
+  for (char32_t c : unicode::decode_utf8(text)) unicode::append_lowercase(lowered, c);
+  return unicode::encode_utf8(lowered);
+}
+
 }  // namespace gradcache::hf

@@ -66,14 +66,13 @@ TEST(MatryoshkaSettings, TheLossIsWrappedOnlyWhenAsked) {
   const gradcache::SimpleContrastiveLoss inner;
   gr::TrainConfig c;
   c.encoder.dim = 8;
-  EXPECT_NEAR(gr::with_matryoshka(inner, c)({q, p}).item<double>(), inner(q, p).item<double>(), 1e-12);
+  EXPECT_NEAR(gr::with_matryoshka(inner, c.matryoshka, true)({q, p}).item<double>(), inner(q, p).item<double>(), 1e-12);
   c.matryoshka.dims = "8,4";
   c.matryoshka.weights = "1,3";
-  // The built-in encoder normalises (--normalize true): the 4-wide prefixes are re-normalised.
+  // An encoder that normalises (the built-in one's --normalize): the 4-wide prefixes are re-normalised.
   const double expected = (inner(q, p) + 3 * inner(unit(q.slice(1, 0, 4)), unit(p.slice(1, 0, 4)))).item<double>();
-  EXPECT_NEAR(gr::with_matryoshka(inner, c)({q, p}).item<double>(), expected, 1e-12);
-  c.encoder.normalize = false;
-  EXPECT_FALSE(gr::matryoshka_options(c).normalize_prefixes());
+  EXPECT_NEAR(gr::with_matryoshka(inner, c.matryoshka, true)({q, p}).item<double>(), expected, 1e-12);
+  EXPECT_FALSE(gr::matryoshka_options(c.matryoshka, false).normalize_prefixes());
 }
 
 // A quick run with --matryoshka: summary.json and the result hold each prefix's metrics, the

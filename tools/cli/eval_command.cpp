@@ -55,12 +55,10 @@ void print(const retriever::EvalReport& report, bool json) {
     return;
   }
   std::vector<std::pair<std::string, retriever::RetrievalMetrics>> rows{
-      {"step " + std::to_string(report.step) + (report.dim > 0 ? " @" + std::to_string(report.dim) : ""),
-       report.metrics}};
-  for (auto& row : retriever::prefix_rows("step " + std::to_string(report.step), report.prefixes)) rows.push_back(row);
+      {report.row + (report.dim > 0 ? " @" + std::to_string(report.dim) : ""), report.metrics}};
+  for (auto& row : retriever::prefix_rows(report.row, report.prefixes)) rows.push_back(row);
   if (report.dense.reranked) {
-    rows.emplace_back("step " + std::to_string(report.step) + ", top " + std::to_string(report.dense.rerank_k) +
-                          " re-ranked by Phi",
+    rows.emplace_back(report.row + ", top " + std::to_string(report.dense.rerank_k) + " re-ranked by Phi",
                       *report.dense.reranked);
   }
   if (report.bm25) rows.emplace_back("bm25", report.bm25->metrics);
@@ -72,10 +70,11 @@ void print(const retriever::EvalReport& report, bool json) {
 }  // namespace
 
 std::function<int()> add_eval_command(CLI::App& app) {
-  auto* cmd = app.add_subcommand("eval", "Evaluate a checkpoint: encode the corpus and the queries, rank every "
-                                         "document for every query (exact unless --index says otherwise), print "
-                                         "Recall@1/10/100, MRR@10, nDCG@10, with a BM25 row below. Without "
-                                         "--corpus: the WordNet split of the run's data.");
+  auto* cmd = app.add_subcommand("eval", "Evaluate a checkpoint (or a pretrained --model-dir, zero-shot): encode "
+                                         "the corpus and the queries, rank every document for every query (exact "
+                                         "unless --index says otherwise), print Recall@1/10/100, MRR@10, nDCG@10, "
+                                         "with a BM25 row below. Without --corpus: the WordNet split of the run's "
+                                         "data.");
   auto given = add_setting_flags(*cmd, retriever::eval_settings(), retriever::EvalSettings{});
   auto json = std::make_shared<bool>(false);
   cmd->add_flag("--json", *json, "Print the metrics as JSON instead of a table");

@@ -73,6 +73,8 @@ class SentenceTransformerImpl : public torch::nn::Module {
   int64_t embedding_dimension() const { return pooled_dimension(options_.pooling()); }
   /// The text of prompt `name` ("" for ""); std::invalid_argument listing the prompts otherwise.
   std::string prompt(const std::string& name) const;
+  /// Sets prompt `name` to `text` (as `model.prompts[name] = text` in Python); save() writes it.
+  void set_prompt(const std::string& name, const std::string& text);
 
   /// The batch of `texts` as SentenceTransformer.encode tokenizes it: `prompt` (a prompt's text,
   /// e.g. prompt("query"); by default the default prompt's, if the model has one) before each

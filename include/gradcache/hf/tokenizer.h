@@ -92,4 +92,9 @@ class Tokenizer {
   std::shared_ptr<const detail::TokenizerState> state_;
 };
 
+/// `text` with every character lower-cased as Rust's char::to_lowercase does (full Unicode
+/// mappings, which may lengthen a text): what sentence-transformers' do_lower_case applies before
+/// tokenizing (a Lowercase normaliser in front of the tokenizer's). Ill-formed UTF-8 becomes U+FFFD.
+std::string lower_case(std::string_view text);
+
 }  // namespace gradcache::hf

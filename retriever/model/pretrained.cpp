@@ -1,0 +1,110 @@
+#include "retriever/model/pretrained.h"
+
+#include <gradcache/hf/pooling.h>
+#include <gradcache/hf/sentence_transformer_config.h>
+#include <gradcache/hf/transformer.h>
+
+#include <stdexcept>
+
+namespace gradcache {
+namespace retriever {
+namespace {
+
+// What the program cannot train with, found before any data is read.
+void check_trainable(const PretrainedModel& model) {
+  if (model.options.tokenizer() == nullptr) {
+    throw std::invalid_argument("--model-dir " + model.source +
+                                ": the model has no tokenizer (tokenizer.json or vocab.txt); copy its tokenizer "
+                                "files into the directory");
+  }
+  if (!model.options.pooling().include_prompt()) {
+    throw std::invalid_argument("--model-dir " + model.source +
+                                ": its pooling leaves the prompt out (1_Pooling/config.json include_prompt false), "
+                                "which the gradcache program does not support (the library does: "
+                                "hf::SentenceTransformer with \"prompt_length\"); use a model whose pooling includes "
+                                "the prompt");
+  }
+}
+
+// The model's prompt for a side: the first of `names` it defines, as sentence-transformers'
+// encode_query / encode_document look them up.
+std::string model_prompt(const PretrainedModel* model, std::initializer_list<const char*> names) {
+  if (model == nullptr) return "";
+  const auto& prompts = model->options.settings().prompts;
+  for (const char* name : names) {
+    const auto it = prompts.find(name);
+    if (it != prompts.end()) return it->second;
+  }
+  return "";
+}
+
+}  // namespace
+
+LoadedPretrained load_pretrained(const std::string& dir) {
+  LoadedPretrained loaded;
+  loaded.module = hf::load_sentence_transformer(dir);
+  loaded.description.source = dir;
+  loaded.description.config_json = loaded.module->transformer().config_json();
+  loaded.description.options = loaded.module->options();
+  check_trainable(loaded.description);
+  return loaded;
+}
+
+hf::SentenceTransformer build_pretrained(const PretrainedModel& description) {
+  auto transformer = hf::build_transformer(description.config_json, description.source + "/config.json");
+  return hf::SentenceTransformer(transformer, description.options);
+}
+
+Tokenizer pretrained_tokenizer(const PretrainedModel& description) {
+  const auto& options = description.options;
+  return Tokenizer::huggingface(options.tokenizer(), options.do_lower_case(),
+                                static_cast<size_t>(options.max_seq_length()));
+}
+
+Prompts resolve_prompts(const PromptSettings& settings, const PretrainedModel* model) {
+  Prompts prompts;
+  if (settings.from_model) {
+    prompts.query = model_prompt(model, {"query"});
+    prompts.passage = model_prompt(model, {"document", "passage", "corpus"});
+  }
+  if (!settings.query.empty()) prompts.query = settings.query;
+  if (!settings.passage.empty()) prompts.passage = settings.passage;
+  return prompts;
+}
+
+nlohmann::json to_json(const PretrainedModel& d) {
+  const auto& o = d.options;
+  return {{"source", d.source},
+          {"config", d.config_json},
+          {"pooling", hf::pooling_config_json(o.pooling())},
+          {"normalize", o.normalize()},
+          {"max_seq_length", o.max_seq_length()},
+          {"do_lower_case", o.do_lower_case()},
+          {"settings", hf::model_settings_json(o.settings())},
+          {"tokenizer", o.tokenizer() ? nlohmann::json(o.tokenizer()->to_json()) : nlohmann::json(nullptr)}};
+}
+
+PretrainedModel pretrained_from_json(const nlohmann::json& j, const std::string& name) {
+  try {
+    PretrainedModel d;
+    d.source = j.at("source").get<std::string>();
+    d.config_json = j.at("config").get<std::string>();
+    const std::string what = name + " (the pretrained model of " + d.source + ")";
+    auto& o = d.options;
+    o.pooling(hf::parse_pooling_config(j.at("pooling").get<std::string>(), what));
+    o.normalize(j.at("normalize").get<bool>());
+    o.max_seq_length(j.at("max_seq_length").get<int64_t>());
+    o.do_lower_case(j.at("do_lower_case").get<bool>());
+    o.settings(hf::parse_model_settings(j.at("settings").get<std::string>(), what));
+    if (!j.at("tokenizer").is_null()) {
+      o.tokenizer(std::make_shared<const hf::Tokenizer>(
+          hf::Tokenizer::from_json(j.at("tokenizer").get<std::string>(), what)));
+    }
+    return d;
+  } catch (const nlohmann::json::exception& e) {
+    throw std::runtime_error(name + ": malformed description of its pretrained model (" + std::string(e.what()) + ")");
+  }
+}
+
+}  // namespace retriever
+}  // namespace gradcache

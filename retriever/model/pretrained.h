@@ -1,0 +1,55 @@
+// A pretrained Hugging Face / sentence-transformers encoder in the retriever (--model-dir): loaded
+// from its directory once, described in a form a checkpoint holds (so that a run is evaluated,
+// resumed and exported without the directory), and its prompts as a run uses them.
+#pragma once
+
+#include "retriever/model/tokenizer.h"
+
+#include <gradcache/hf/sentence_transformer.h>
+
+#include <nlohmann/json.hpp>
+
+#include <string>
+
+namespace gradcache {
+namespace retriever {
+
+/// Everything of a pretrained encoder but its weights: its config.json and its
+/// sentence-transformers options (pooling, Normalize, max_seq_length, do_lower_case, prompts,
+/// tokenizer). Checkpoints hold it; the weights travel with the checkpoint's other tensors.
+struct PretrainedModel {
+  std::string source;       ///< the directory it was read from
+  std::string config_json;  ///< the transformer's config.json
+  hf::SentenceTransformerOptions options;
+};
+
+/// A model directory's description and its module with the pretrained weights (eval mode).
+struct LoadedPretrained {
+  PretrainedModel description;
+  hf::SentenceTransformer module{nullptr};
+};
+
+/// Loads `dir` (hf::load_sentence_transformer). Refuses, naming the directory, what the program
+/// cannot train: a directory without a tokenizer, and pooling that leaves the prompt out
+/// (include_prompt false). Throws hf::ModelFileError / hf::TokenizerError naming the file otherwise.
+LoadedPretrained load_pretrained(const std::string& dir);
+
+/// The module `description` describes, with freshly initialised weights (a checkpoint's are
+/// then loaded over them).
+hf::SentenceTransformer build_pretrained(const PretrainedModel& description);
+
+/// The tokenizer of the model: its Hugging Face tokenizer, do_lower_case and max_seq_length.
+Tokenizer pretrained_tokenizer(const PretrainedModel& description);
+
+/// The prompts of a run: --query-prompt / --passage-prompt when given; else, with --model-prompts
+/// (the default), the model's prompts named "query" and "document" (or "passage", "corpus"), as
+/// sentence-transformers' encode_query and encode_document choose them; else none.
+Prompts resolve_prompts(const PromptSettings& settings, const PretrainedModel* model);
+
+/// The description as a checkpoint stores it, and back (CheckpointError-style messages are the
+/// caller's: `name` names the checkpoint in std::runtime_error messages).
+nlohmann::json to_json(const PretrainedModel& description);
+PretrainedModel pretrained_from_json(const nlohmann::json& j, const std::string& name);
+
+}  // namespace retriever
+}  // namespace gradcache
