@@ -149,7 +149,7 @@ void add_optimisation_settings(Table& t) {
             .in_group(group)
             .checked(at_least(0))
             .old_key("max_steps"));
-  t.add(nested_field("lr", &TrainConfig::training, &TrainingSettings::lr, "--lr", "Peak learning rate (AdamW)")
+  t.add(nested_field("lr", &TrainConfig::training, &TrainingSettings::lr, "--lr", "Peak learning rate (AdamW); with --model-dir the default is 5e-5")
             .in_group(group)
             .checked(positive()));
   t.add(nested_field("weight_decay", &TrainConfig::training, &TrainingSettings::weight_decay, "--weight-decay",
@@ -346,14 +346,20 @@ TrainConfig quick_defaults() {
   return c;
 }
 
+TrainConfig pretrained_defaults(bool quick) {
+  TrainConfig c = quick ? quick_defaults() : TrainConfig{};
+  c.training.lr = 5e-5;  // sentence-transformers' default: 3e-3 (from scratch) would wreck pretrained weights
+  return c;
+}
+
 TrainConfig build_train_config(const nlohmann::json& file, const GivenSettings& flags,
                                std::vector<std::string>* notices) {
   const auto& table = train_settings();
   std::vector<std::string> said;  // the notices of the last build only (--quick builds twice)
   TrainConfig c = table.build(TrainConfig{}, file, flags, &said);
-  if (c.quick) {  // --quick changes defaults only: what the file and the flags say still wins
+  if (c.quick || c.encoder.is_pretrained()) {  // defaults only: what the file and the flags say still wins
     said.clear();
-    c = table.build(quick_defaults(), file, flags, &said);
+    c = table.build(c.encoder.is_pretrained() ? pretrained_defaults(c.quick) : quick_defaults(), file, flags, &said);
   }
   if (notices) notices->insert(notices->end(), said.begin(), said.end());
   return c;

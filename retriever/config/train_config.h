@@ -147,6 +147,10 @@ const SettingsTable<TrainConfig>& train_settings();
 /// given still override them).
 TrainConfig quick_defaults();
 
+/// The defaults a --model-dir run starts from (those of --quick with `quick`): a learning rate
+/// for fine-tuning (5e-5, sentence-transformers' default) instead of one for training from scratch.
+TrainConfig pretrained_defaults(bool quick);
+
 /// Flags given on the command line: (setting key, text), in the order given.
 using GivenSettings = std::vector<std::pair<std::string, std::string>>;
 

@@ -116,6 +116,25 @@ torch::jit::Module loaded_prefix_base(const std::string& bytes, const gradcache:
 // A --model-dir run as a sentence-transformers directory: the trained weights under the model's
 // own names, its modules and tokenizer, and the run's prompts as the "query" and "document"
 // prompts (what SentenceTransformer.encode_query / encode_document use).
+// The directory just written, loaded as a user would load it, must embed a probe batch (with the
+// run's prompts, accents, a long text) as the trained module does.
+void check_sentence_transformer_export(hf::SentenceTransformer trained, const std::string& dir,
+                                       const std::string& output) {
+  const std::vector<std::string> probe = {"a query about a red cat", "Caf\u00e9 au LAIT \u4e2d\u6587",
+                                          std::string(600, 'x') + " end", ""};
+  hf::SentenceTransformer loaded = hf::load_sentence_transformer(dir);
+  loaded->eval();  // `trained` is in eval mode already (export_run)
+  torch::NoGradGuard no_grad;
+  const auto expected = trained->forward(trained->tokenize(probe));
+  const auto got = loaded->forward(loaded->tokenize(probe));
+  const double error = expected.sizes() == got.sizes() ? (expected - got).abs().max().item<double>() : 1e30;
+  if (!(error <= 1e-5)) {
+    throw std::runtime_error("export --format sentence-transformers: the directory written for " + output +
+                             " does not embed as the trained model does (max difference " + std::to_string(error) +
+                             "); nothing was written");
+  }
+}
+
 nlohmann::json export_sentence_transformer(const ExportSettings& s, const CheckpointInfo& info, BiEncoder& model) {
   if (!model.is_pretrained()) {
     throw std::invalid_argument("--format sentence-transformers: run " + s.run +
@@ -137,6 +156,7 @@ nlohmann::json export_sentence_transformer(const ExportSettings& s, const Checkp
   if (!prompts.query.empty()) module->set_prompt("query", prompts.query);
   if (!prompts.passage.empty()) module->set_prompt("document", prompts.passage);
   module->save(out.partial());
+  check_sentence_transformer_export(module, out.partial(), s.output);
   out.commit();
   return {{"format", "sentence-transformers"},
           {"directory", s.output},

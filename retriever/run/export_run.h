@@ -40,9 +40,10 @@ struct ExportSettings {
 const SettingsTable<ExportSettings>& export_settings();
 
 /// Writes the export directory (staged: it appears whole, or not at all) and returns its
-/// export.json (for --format sentence-transformers: a description of what was written). Before writing, each exported module is run on a probe batch and compared with
-/// the run's encoder (it must agree within 1e-5). Throws std::exception subclasses naming the
-/// file or flag: a missing run, an existing --output without --overwrite, ...
+/// export.json (for --format sentence-transformers: a description of what was written). Before
+/// the directory appears, what it holds is loaded back and run on a probe batch, and must agree
+/// with the run's encoder within 1e-5. Throws std::exception subclasses naming the file or flag:
+/// a missing run, an existing --output without --overwrite, ...
 nlohmann::json export_run(const ExportSettings& settings);
 
 }  // namespace retriever

@@ -215,10 +215,24 @@ TEST(EvalSettings, FlagsAndChecksComeFromTheirTable) {
   EXPECT_NE(settings_error([&] { table.validate(s); }).find("--corpus, --queries and --qrels go together"),
             std::string::npos);
   s = gr::EvalSettings{};
+  s.checkpoint = "runs/x";
   s.split = "train";
   EXPECT_NE(settings_error([&] { table.validate(s); }).find("--split must be test or dev, got \"train\""),
             std::string::npos);
-  EXPECT_TRUE(table.find("checkpoint")->is_required);
+  // The model: exactly one of --checkpoint and --model-dir; the prompt flags only with --model-dir.
+  s = gr::EvalSettings{};
+  const std::string one_model = "give one of --checkpoint (a training run) and --model-dir (a pretrained model)";
+  EXPECT_NE(settings_error([&] { table.validate(s); }).find(one_model), std::string::npos);
+  s.checkpoint = "runs/x";
+  s.pretrained.dir = "models/minilm";
+  EXPECT_NE(settings_error([&] { table.validate(s); }).find(one_model), std::string::npos);
+  s.checkpoint.clear();
+  s.pretrained.query_prompt = "query: ";
+  EXPECT_NO_THROW(table.validate(s));
+  s.pretrained.dir.clear();
+  s.checkpoint = "runs/x";
+  EXPECT_NE(settings_error([&] { table.validate(s); }).find("go with --model-dir (a run keeps its own)"),
+            std::string::npos);
 }
 
 // --chunk-memory only sizes --chunk-size auto: set without it (flag or config file) it would be
