@@ -69,11 +69,11 @@ void add_model_settings(Table& t) {
             .in_group(group)
             .checked(at_least(16)));
   t.add(nested_field("query_max_len", &TrainConfig::tokenizer, &TokenizerSettings::query_max_len, "--query-max-len",
-                     "Query tokens kept")
+                     "Query tokens kept (with --model-dir: default 512, at most the model's max_seq_length)")
             .in_group(group)
             .checked(positive()));
   t.add(nested_field("passage_max_len", &TrainConfig::tokenizer, &TokenizerSettings::passage_max_len,
-                     "--passage-max-len", "Passage tokens kept")
+                     "--passage-max-len", "Passage tokens kept (with --model-dir: default 512, at most the model's max_seq_length)")
             .in_group(group)
             .checked(positive()));
   t.add(nested_field("model_dir", &TrainConfig::encoder, &EncoderSettings::pretrained, "--model-dir",
@@ -349,6 +349,7 @@ TrainConfig quick_defaults() {
 TrainConfig pretrained_defaults(bool quick) {
   TrainConfig c = quick ? quick_defaults() : TrainConfig{};
   c.training.lr = 5e-5;  // sentence-transformers' default: 3e-3 (from scratch) would wreck pretrained weights
+  c.tokenizer.query_max_len = c.tokenizer.passage_max_len = 512;  // capped at the model's max_seq_length
   return c;
 }
 

@@ -148,7 +148,8 @@ const SettingsTable<TrainConfig>& train_settings();
 TrainConfig quick_defaults();
 
 /// The defaults a --model-dir run starts from (those of --quick with `quick`): a learning rate
-/// for fine-tuning (5e-5, sentence-transformers' default) instead of one for training from scratch.
+/// for fine-tuning (5e-5, sentence-transformers' default) instead of one for training from
+/// scratch, and texts cut only at the model's max_seq_length (query/passage_max_len 512).
 TrainConfig pretrained_defaults(bool quick);
 
 /// Flags given on the command line: (setting key, text), in the order given.
