@@ -254,6 +254,22 @@ void add_cross_checks(Table& t) {
     return c.tokenizer.file.empty() ? std::string()
                                     : "--tokenizer: a --model-dir model brings its own tokenizer; drop --tokenizer";
   });
+  t.add_check([](const TrainConfig& c) {  // the built-in encoder's shape would be silently ignored
+    if (!c.encoder.is_pretrained()) return std::string();
+    const TrainConfig d = pretrained_defaults(c.quick);
+    const EncoderSettings &e = c.encoder, &de = d.encoder;
+    std::string given;
+    for (const auto& [flag, differs] : {std::pair{"--dim", e.dim != de.dim}, {"--layers", e.layers != de.layers},
+                                        {"--heads", e.heads != de.heads}, {"--ffn-dim", e.ffn_dim != de.ffn_dim},
+                                        {"--projection-dim", e.projection_dim != de.projection_dim},
+                                        {"--dropout", e.dropout != de.dropout}, {"--normalize", e.normalize != de.normalize},
+                                        {"--vocab-size", c.tokenizer.vocab_size != d.tokenizer.vocab_size}}) {
+      if (differs) given += (given.empty() ? "" : ", ") + std::string(flag);
+    }
+    return given.empty() ? std::string()
+                         : given + ": these shape the built-in encoder; a --model-dir model's config.json, pooling and "
+                                   "Normalize module set its own (drop them)";
+  });
   t.add_check([](const TrainConfig& c) {
     return c.training.epochs > 0 || c.training.steps > 0 ? "" : "--epochs or --steps must be positive";
   });

@@ -9,6 +9,7 @@
 #
 # The moments are drawn from a seed printed first; KILL_RESUME_SEED=N draws the same ones
 # (where a kill lands within a step still varies with the machine's speed).
+# KILL_RESUME_MODEL_DIR=DIR does it all with a pretrained model (train --model-dir DIR).
 set -u
 bin=$1
 compare=$2
@@ -23,6 +24,11 @@ kills=4
 steps=30
 source "$(dirname "$0")/tiny_task.sh"
 write_tiny_task "$work"
+# KILL_RESUME_MODEL_DIR=DIR: the same with a pretrained model (--model-dir DIR) in place of the
+# built-in encoder and its tokenizer.
+if [ -n "${KILL_RESUME_MODEL_DIR:-}" ]; then
+  tiny_flags=(--model-dir "$KILL_RESUME_MODEL_DIR" --train-file "$work/train.tsv" --batch-size 16 --chunk-size 8 --eval false)
+fi
 train=("$bin" train "${tiny_flags[@]}" --steps $steps --log-every 1)
 
 start_ms=$(date +%s%3N)

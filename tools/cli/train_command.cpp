@@ -95,7 +95,8 @@ int launch_local_ranks(const RunFlags& flags, const TrainConfig& c, int processe
 int report(const retriever::TrainResult& result) {
   if (result.trained) {
     std::vector<std::pair<std::string, retriever::RetrievalMetrics>> rows;
-    if (result.untrained) rows.emplace_back("untrained", *result.untrained);
+    // Before training: a --model-dir model is not untrained but the pretrained model, zero-shot.
+    if (result.untrained) rows.emplace_back(result.config.encoder.is_pretrained() ? "zero-shot" : "untrained", *result.untrained);
     rows.emplace_back("trained", *result.trained);
     for (auto& row : retriever::prefix_rows("trained", result.trained_prefixes)) rows.push_back(row);
     if (result.trained_reranked) {
