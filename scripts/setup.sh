@@ -25,6 +25,7 @@ packages=(
   libgloo-dev                              # Gloo's headers, which c10d's ProcessGroupGloo.hpp includes
                                            # (the torch wheel ships the library, not these headers)
   libsentencepiece-dev libcli11-dev nlohmann-json3-dev libfmt-dev  # the CLI
+  libicu-dev                               # Unicode for the Hugging Face tokenizer (src/hf)
   wordnet-base                             # the CLI's built-in default data
   libfaiss-dev libxapian-dev               # dense search (FAISS) and the BM25 baseline (Xapian)
   libbenchmark-dev gnuplot-nox             # benchmarks and plots

@@ -79,6 +79,20 @@ expect_status 0 $? "encode --run (a --model-dir run)"
 "$bin" encode --model-dir "$work/st" --corpus "$work/corpus.tsv" --output "$work/emb_st" 2>"$work/enc2.err"
 expect_status 0 $? "encode --model-dir (the export)"
 
+# An untied run: one directory per side; both at once is refused.
+untied="$work/m___untie"
+"$bin" export --run "$untied" --side passage --output "$work/st_passage" 2>"$work/export_side.err"
+expect_status 0 $? "export --side passage of an untied run"
+[ -s "$work/st_passage/model.safetensors" ] || fail "export --side passage wrote no model.safetensors"
+"$bin" export --run "$untied" --output "$work/st_both" 2>"$work/export_both.err"
+expect_status 1 $? "export of both sides of an untied run into one directory"
+grep -q -- "--side query and --side passage" "$work/export_both.err" || fail "untied export: no advice"
+
+# A run's prompts go into its export (checked from Python below).
+"$bin" export --run "$work/m___query_prompt_query____passage_prompt_passage_" --output "$work/st_prompt" \
+  2>"$work/export_prompt.err"
+expect_status 0 $? "export of a run with prompts"
+
 # Python: SentenceTransformer(export) encodes the corpus as both encode runs did.
 cat >"$work/check.py" <<'PY'
 import json, sys
@@ -103,6 +117,8 @@ for directory in ("emb_run", "emb_st"):
         rows += len(ids)
     assert rows == len(texts) == manifest["rows"], (rows, len(texts), manifest["rows"])
     print(f"{directory}: {rows} rows equal SentenceTransformer.encode within 2e-6")
+prompts = SentenceTransformer(f"{work}/st_prompt", device="cpu").prompts
+assert prompts.get("query") == "query:" and prompts.get("document") == "passage:", prompts
 PY
 "$python" "$work/check.py" "$work" >"$work/python.out" 2>"$work/python.err" ||
   fail "Python check: $(tail -3 "$work/python.err")"
