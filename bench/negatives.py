@@ -12,6 +12,8 @@ import os
 import statistics
 import sys
 
+from doc_block import write_block
+
 ARMS = [
     ("in-batch", "in-batch negatives only", None),
     ("bm25", "+ 1 BM25 negative", "mine-bm25"),
@@ -87,14 +89,7 @@ def search_table(search):
 
 
 def write_markdown(path, text):
-    block = f"{BEGIN}\n{text}\n{END}"
-    if os.path.exists(path):
-        old = open(path).read()
-        if BEGIN in old and END in old:
-            block = old[: old.index(BEGIN)] + block + old[old.index(END) + len(END):]
-    else:
-        block = "# Hard negatives on the WordNet task\n\n" + block + "\n"
-    open(path, "w").write(block)
+    write_block(path, BEGIN, END, text, "Hard negatives on the WordNet task")
 
 
 def main():

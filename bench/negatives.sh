@@ -52,18 +52,8 @@ mkdir -p "$out" "$docs"
 common=(--threads 1 --blas-threads 1 --eval false --log-every 50 --overwrite)
 eval_flags=(--threads 1 --json)
 [ "$quick" = 1 ] && eval_flags+=(--quick)
-echo "negatives: binary $bin, output $out, docs $docs"
-
-now() { date +%s.%N; }
-# A step of the experiment, skipped when its result exists: name, result file, then the command.
-step() {
-  local name=$1 result=$2; shift 2
-  if [ -s "$result" ]; then echo "negatives: $name: reusing $result"; return; fi
-  echo "negatives: $(date +%H:%M:%S) $name"
-  local t0; t0=$(now)
-  "$@" >"$out/$name.log" 2>&1 || { echo "negatives: $name failed; see $out/$name.log" >&2; exit 1; }
-  python3 -c "import sys; print(float(sys.argv[2]) - float(sys.argv[1]))" "$t0" "$(now)" >"$out/$name.seconds"
-}
+study=negatives
+source bench/study_steps.sh
 
 step tokenizer "$out/tokenizer/tokenizer.model" \
   "$bin" train "${MODEL[@]}" "${common[@]}" --steps 1 --output "$out/tokenizer"

@@ -12,6 +12,8 @@ import os
 import re
 import sys
 
+from doc_block import write_block
+
 ROWS = [
     ("zero-shot", "zero-shot (no training)"),
     ("cache", "cache: batch {big} in chunks of {chunk}"),
@@ -58,20 +60,13 @@ def table(result):
         if m:
             lines.append(f"| {label} | " + " | ".join(f"{m[k]:.4f}" for k in METRICS) + " | | |")
     lines += ["", f"{result['model_name']}; every trained row saw {result['pairs']:,} training pairs; "
-              f"{result['queries']:,} test queries against all {result['passages']:,} passages. "
+              f"{result['queries']:,} test queries against {result["passages"]:,} passages. "
               f"Produced by `{result['command']}` (docs/pretrained.json)."]
     return "\n".join(lines)
 
 
 def write_markdown(path, text):
-    block = f"{BEGIN}\n{text}\n{END}"
-    if os.path.exists(path):
-        old = open(path).read()
-        if BEGIN in old and END in old:
-            block = old[: old.index(BEGIN)] + block + old[old.index(END) + len(END):]
-    else:
-        block = "# Fine-tuning a pretrained model on the WordNet task\n\n" + block + "\n"
-    open(path, "w").write(block)
+    write_block(path, BEGIN, END, text, "Fine-tuning a pretrained model on the WordNet task")
 
 
 def main():

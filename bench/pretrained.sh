@@ -57,18 +57,8 @@ out="${out:-runs/pretrained-$(date +%Y%m%d-%H%M%S)}"
 mkdir -p "$out" "$docs"
 export OPENBLAS_NUM_THREADS=2  # eval, mine: the encoders' matrix products on both cores
 common=(--model-dir "$model" --threads 1 --blas-threads 2 --eval false --log-every 10 --overwrite)
-echo "pretrained: binary $bin, model $model, $pairs training pairs per row, output $out, docs $docs"
-
-now() { date +%s.%N; }
-# A step of the experiment, skipped when its result exists: name, result file, then the command.
-step() {
-  local name=$1 result=$2; shift 2
-  if [ -s "$result" ]; then echo "pretrained: $name: reusing $result"; return; fi
-  echo "pretrained: $(date +%H:%M:%S) $name"
-  local t0; t0=$(now)
-  "$@" >"$out/$name.log" 2>&1 || { echo "pretrained: $name failed; see $out/$name.log" >&2; tail -5 "$out/$name.log" >&2; exit 1; }
-  "$python" -c "import sys; print(float(sys.argv[2]) - float(sys.argv[1]))" "$t0" "$(now)" >"$out/$name.seconds"
-}
+study=pretrained
+source bench/study_steps.sh
 train() { local name=$1; shift; step "$name" "$out/$name/checkpoint.pt" "$bin" train "${common[@]}" --output "$out/$name" "$@"; }
 evaluate() {  # the run's test.json: gradcache eval --checkpoint on the test split
   step "eval-$1" "$out/$1/test.json" bash -c '"$0" eval --checkpoint "$1" --json --eval-bm25 false "${@:2}" >"$1/test.json.partial" && mv "$1/test.json.partial" "$1/test.json"' \
