@@ -60,7 +60,7 @@ def table(result):
         if m:
             lines.append(f"| {label} | " + " | ".join(f"{m[k]:.4f}" for k in METRICS) + " | | |")
     lines += ["", f"{result['model_name']}; every trained row saw {result['pairs']:,} training pairs; "
-              f"{result['queries']:,} test queries against {result["passages"]:,} passages. "
+              f"{result['queries']:,} test queries against {result['passages']:,} passages. "
               f"Produced by `{result['command']}` (docs/pretrained.json)."]
     return "\n".join(lines)
 
