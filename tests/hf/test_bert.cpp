@@ -3,13 +3,20 @@
 //
 // Tolerance of fp32 outputs: see test_sentence_transformer.cpp. For the tiny model's hidden
 // states and pooler output (entries O(1)): L sqrt(n) u = 2 x 7 x 6e-8 = 8e-7, and the pooler's
-// tanh does not amplify (|tanh'| <= 1): kTinyTolerance = 2e-6 (observed: 0).
+// tanh does not amplify (|tanh'| <= 1): kTinyTolerance = 2e-6 (observed: 0 with the kernels that
+// made the fixture, LibTorch 2.x). On other kernels (1.13 computes attention by its definition
+// rather than fused, with another GEMM blocking) the same bound holds relative to the entries'
+// size: the LayerNorm outputs reach |h| ~ 4 here, and the pooler inherits the [CLS] state's
+// error through a dense layer and tanh. Hence kTinyTolerance x max(1, max |h|) (observed on
+// 1.13: 3.3e-6 and 2.1e-6).
 #include "model_test_util.h"
 
 #include <gradcache/hf/bert.h>
 #include <gradcache/precision.h>
 
 #include "hf/attention.h"
+
+#include <algorithm>
 
 namespace hf = gradcache::hf;
 using hftest::model_file_error;
@@ -45,8 +52,9 @@ TEST(Bert, MatchesTransformersOnTheTinyModel) {
   const double pooler_error = hftest::max_abs_diff(out.pooler_output, hftest::tensor(expected, "pooler_output"));
   std::cout << "[tiny bert] max |difference|: last_hidden_state " << hidden_error << ", pooler_output " << pooler_error
             << std::endl;
-  EXPECT_LT(hidden_error, kTinyTolerance);
-  EXPECT_LT(pooler_error, kTinyTolerance);
+  const double scale = std::max(1.0, hftest::tensor(expected, "last_hidden_state").abs().max().item<double>());
+  EXPECT_LT(hidden_error, kTinyTolerance * scale);
+  EXPECT_LT(pooler_error, kTinyTolerance * scale);
 }
 
 TEST(Bert, ParameterNamesAreTransformers) {
