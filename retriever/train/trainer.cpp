@@ -406,6 +406,7 @@ TrainResult Run::execute() {
   open_directory();
   if (group_) group_->check_same("settings", distributed_invariant(config_).dump());
   load_pretrained_model();
+  if (config_.encoder.is_pretrained()) result_.untrained_name = "zero-shot";  // not untrained: pretrained
   load_data();
   fingerprint_data();
   model_ = std::make_unique<TrainingModel>(
@@ -432,7 +433,8 @@ TrainResult Run::execute() {
   if (resumed_) {
     log("resuming at step " + std::to_string(progress_state_.step));
   } else if (config_.eval.baseline) {
-    if (auto m = writer() ? evaluation_->model(model_->model(), "untrained") : std::nullopt) baseline_ = to_json(*m);
+    const auto m = writer() ? evaluation_->model(model_->model(), result_.untrained_name) : std::nullopt;
+    if (m) baseline_ = to_json(*m);
   }
 
   if (!resumed_) directory_->remove("best.pt");  // an earlier run's, in --overwrite

@@ -39,6 +39,8 @@ struct TrainResult {
   double final_loss = 0, wall_seconds = 0, peak_rss_mb = 0;
   std::string eval_name;
   std::optional<RetrievalMetrics> untrained, trained;
+  /// What `untrained` is called: "untrained", or "zero-shot" for a --model-dir model (pretrained).
+  std::string untrained_name = "untrained";
   /// --similarity mlp: the trained model's dense top config.similarity.rerank_k re-ranked by Phi.
   std::optional<RetrievalMetrics> trained_reranked;
   std::optional<RetrievalMetrics> bm25;  ///< the BM25 baseline of the evaluation set (--eval-bm25)

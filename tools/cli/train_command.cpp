@@ -95,8 +95,7 @@ int launch_local_ranks(const RunFlags& flags, const TrainConfig& c, int processe
 int report(const retriever::TrainResult& result) {
   if (result.trained) {
     std::vector<std::pair<std::string, retriever::RetrievalMetrics>> rows;
-    // Before training: a --model-dir model is not untrained but the pretrained model, zero-shot.
-    if (result.untrained) rows.emplace_back(result.config.encoder.is_pretrained() ? "zero-shot" : "untrained", *result.untrained);
+    if (result.untrained) rows.emplace_back(result.untrained_name, *result.untrained);
     rows.emplace_back("trained", *result.trained);
     for (auto& row : retriever::prefix_rows("trained", result.trained_prefixes)) rows.push_back(row);
     if (result.trained_reranked) {
