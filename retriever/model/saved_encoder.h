@@ -11,6 +11,8 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
+#include <vector>
 
 namespace gradcache {
 namespace retriever {
@@ -22,6 +24,12 @@ struct TextEncoder {
   int64_t query_max_len = 0, passage_max_len = 0;  ///< tokens kept per side
   bool normalize = false;                           ///< whether the vectors are L2-normalised
   nlohmann::json source;                            ///< what it was loaded from (for manifests)
+
+  /// The ids of `text` as a query or a passage: the side's prompt, cut at the side's max_len.
+  std::vector<int64_t> tokens(std::string_view text, bool query) const {
+    return query ? tokenizer.encode_query(text, static_cast<size_t>(query_max_len))
+                 : tokenizer.encode_passage(text, static_cast<size_t>(passage_max_len));
+  }
 };
 
 /// A pretrained model directory as eval, encode and mine read it (--model-dir, the prompt flags,

@@ -61,12 +61,11 @@ SettingsTable<EncodeSettings> make_encode_settings() {
 // Encodes one shard's texts in order, a few batches at a time so that progress is reported and
 // a stop request is seen between batches (encode_all throws StoppedBySignal).
 at::Tensor encode_shard(const gradcache::Model& model, const TextEncoder& encoder, const std::vector<std::string>& texts,
-                        size_t max_len, const EncodeSettings& s, const EncodeControl& control,
+                        const EncodeSettings& s, const EncodeControl& control,
                         const std::function<void(int64_t)>& rows_done) {
   std::vector<std::vector<int64_t>> tokens;
   tokens.reserve(texts.size());
-  for (const auto& text : texts)
-    tokens.push_back(s.side == "query" ? encoder.tokenizer.encode_query(text, max_len) : encoder.tokenizer.encode_passage(text, max_len));
+  for (const auto& text : texts) tokens.push_back(encoder.tokens(text, s.side == "query"));
   const size_t block = static_cast<size_t>(s.batch_size) * 8;
   std::vector<at::Tensor> parts;
   for (size_t start = 0; start < tokens.size(); start += block) {
@@ -115,8 +114,7 @@ EncodeReport encode_corpus(const EncodeSettings& s, const EncodeControl& control
       progress.elapsed_s = std::chrono::duration<double>(Clock::now() - started).count();
       if (control.progress) control.progress(progress);
     };
-    writer.add_shard(shard.ids, encode_shard(model, encoder, shard.texts, static_cast<size_t>(max_len), s, control,
-                                             rows_done));
+    writer.add_shard(shard.ids, encode_shard(model, encoder, shard.texts, s, control, rows_done));
     bytes_before = reader.bytes_read();
   }
   const ReadStats& stats = reader.stats();

@@ -184,12 +184,9 @@ std::vector<MiningQuery> retrieve_dense(const MineSettings& s, const MiningData&
   auto encode = [&](TextEncoder& encoder, bool query_side, const std::vector<std::string>& texts) {
     encoder.model.to(device);
     encoder.model.train(false);
-    const auto max_len = static_cast<size_t>(query_side ? encoder.query_max_len : encoder.passage_max_len);
     std::vector<std::vector<int64_t>> tokens;
     tokens.reserve(texts.size());
-    for (const auto& text : texts)
-      tokens.push_back(query_side ? encoder.tokenizer.encode_query(text, max_len)
-                                  : encoder.tokenizer.encode_passage(text, max_len));
+    for (const auto& text : texts) tokens.push_back(encoder.tokens(text, query_side));
     const auto model = query_side ? encoder.model.query_model() : encoder.model.passage_model();
     return encode_all(model, tokens, s.batch_size, device, control.stop);
   };
