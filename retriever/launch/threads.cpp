@@ -34,13 +34,13 @@ void configure_threads(int intra_op, int blas) {
 }
 
 std::string describe_threads() {
-  // The torch wheel's LibTorch has MKL inside (its threads follow the intra-op setting); an
-  // OpenBLAS found beside it is then the one FAISS uses. Debian's LibTorch uses OpenBLAS itself.
-  const int blas = blas_threads();
+  // The torch wheel's LibTorch has MKL inside, and the programs are linked so that it serves
+  // every matrix product, FAISS's too (cmake/gradcache_helpers.cmake): its threads follow the
+  // intra-op setting, and an OpenBLAS loaded beside it is idle. Debian's LibTorch uses OpenBLAS.
   std::string out = "intra-op " + std::to_string(at::get_num_threads());
-  if (at::hasMKL()) out += ", MKL in LibTorch";
-  if (blas > 0) return out + ", OpenBLAS " + std::to_string(blas);
-  return at::hasMKL() ? out : out + ", BLAS not OpenBLAS";
+  if (at::hasMKL()) return out + ", BLAS: LibTorch's MKL";
+  const int blas = blas_threads();
+  return blas > 0 ? out + ", OpenBLAS " + std::to_string(blas) : out + ", BLAS not OpenBLAS";
 }
 
 }  // namespace retriever
