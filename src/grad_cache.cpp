@@ -9,11 +9,15 @@
 #include <ATen/ATen.h>
 #include <c10/core/GradMode.h>
 
+#include <chrono>
 #include <cmath>
 #include <sstream>
 
 namespace gradcache {
 namespace {
+
+using Clock = std::chrono::steady_clock;
+double seconds(Clock::duration d) { return std::chrono::duration<double>(d).count(); }
 
 std::vector<c10::Device> merge(std::vector<c10::Device> a, const std::vector<c10::Device>& b) {
   for (const auto& d : b) {
@@ -44,6 +48,7 @@ GradCacheBase::GradCacheBase(std::vector<Model> models, std::vector<int64_t> chu
 
 at::Tensor GradCacheBase::cache_step(const std::vector<ModelInput>& inputs, const LossArgs& loss_args) {
   const size_t n = models_.size();
+  const auto started = Clock::now();
   TORCH_CHECK(inputs.size() == n, "GradCache::cache_step: got ", inputs.size(), " inputs for ", n,
               " models; pass one input per model, in model order");
   std::vector<std::vector<ModelInput>> chunks(n);
@@ -70,13 +75,17 @@ at::Tensor GradCacheBase::cache_step(const std::vector<ModelInput>& inputs, cons
     retained_by_earlier_models_ += forward.back().retained_bytes();
     reps.push_back(forward.back().reps);
   }
+  const auto forward_done = Clock::now();
   at::Tensor loss;
   const auto cache = build_cache(reps, loss_args, loss);
   TORCH_INTERNAL_ASSERT(cache.size() == n, "build_cache gave ", cache.size(), " gradients for ", n, " models");
   rollback.commit();
+  const auto loss_done = Clock::now();
 
   for (size_t i = 0; i < n; ++i) backward_retained(i, forward[i], cache[i]);
   for (size_t i = 0; i < n; ++i) forward_backward(i, chunks[i], forward[i], cache[i]);
+  last_step_times_ = {seconds(forward_done - started), seconds(loss_done - forward_done),
+                      seconds(Clock::now() - loss_done)};
   return loss;
 }
 

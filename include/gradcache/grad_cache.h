@@ -42,6 +42,15 @@ struct GradCacheOptions {
   TORCH_ARG(std::shared_ptr<GradScaler>, scaler) = nullptr;
 };
 
+/// Where the last cache step's time went, in wall seconds: reading it costs nothing, and a
+/// profile of a training run (the program's metrics.jsonl, bench/side_by_side.py) needs no
+/// subclass. Steps 1 and 3 include splitting and the retained chunks' backward respectively.
+struct StepTimes {
+  double forward_s = 0;   ///< step 1: every chunk without graph (or retained), all models
+  double loss_s = 0;      ///< step 2: the loss and its gradient with respect to the representations
+  double backward_s = 0;  ///< step 3: each chunk's replay with graph and its backward
+};
+
 /// The steps of a gradient cache (docs/design.md §2) around a step 2 that subclasses give:
 /// 1. split each model's input and run every chunk without graph, recording the generators;
 /// 2. build_cache: the gradient of the loss with respect to every representation;
@@ -64,6 +73,8 @@ class GradCacheBase {
   const std::vector<Model>& models() const { return models_; }
   const std::vector<int64_t>& chunk_sizes() const { return chunk_sizes_; }
   const GradCacheOptions& options() const { return options_; }
+  /// The times of the last cache_step that got as far as step 3.
+  const StepTimes& last_step_times() const { return last_step_times_; }
 
   using ForwardResult = gradcache::ForwardResult;
 
@@ -112,6 +123,7 @@ class GradCacheBase {
                                 ChunkRecord& record);
   void check_representation(size_t model_index, const at::Tensor& rep, c10::optional<int64_t> rows) const;
 
+  StepTimes last_step_times_;
   int64_t retained_by_earlier_models_ = 0;  // step 1 of the current step, models before this one
   std::vector<Model> models_;
   std::vector<int64_t> chunk_sizes_;

@@ -7,6 +7,7 @@
 #include <torch/torch.h>
 
 #include <chrono>
+#include <cstdio>
 #include <cstring>
 #include <numeric>
 #include <random>
@@ -39,7 +40,14 @@ TrainingData::TrainingData(const TrainConfig& config, const TokenizerSource& tok
   for (const auto& notice : task.notices) log(notice);
   if (task.train.empty()) throw std::invalid_argument("no training examples");
   load_tokenizer(task, tokenizer, log);
+  const auto tokenize_start = std::chrono::steady_clock::now();
   tokenize_training(task);
+  // Printed because it is part of the cost of training that metrics.jsonl's steps do not carry
+  // (texts are tokenized once here, not per batch); bench/side_by_side.py reads it.
+  char took[64];
+  std::snprintf(took, sizeof took, "%.3f", std::chrono::duration<double>(std::chrono::steady_clock::now() - tokenize_start).count());
+  log("tokenized " + std::to_string(query_tokens_.size()) + " queries and " + std::to_string(passage_tokens_.size()) +
+      " passages in " + took + " s");
   auto tokenize = [&](const EvalData& data) {
     return tokenize_eval_set(data.name, data.corpus, data.queries, data.qrels, *tokenizer_,
                              static_cast<size_t>(config_.tokenizer.query_max_len),

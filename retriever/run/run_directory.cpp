@@ -121,7 +121,13 @@ void RunDirectory::append_metrics(const StepRecord& r) {
                              {"lr", r.lr},
                              {"pairs_per_s", r.pairs_per_s},
                              {"peak_rss_mb", r.peak_rss_mb},
-                             {"elapsed_s", r.elapsed_s}}
+                             {"elapsed_s", r.elapsed_s},
+                             {"seconds",
+                              {{"collate", r.collate_s},
+                               {"forward", r.forward_s},
+                               {"loss", r.loss_s},
+                               {"backward", r.backward_s},
+                               {"update", r.update_s}}}}
                   .dump());
 }
 

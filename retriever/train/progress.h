@@ -12,6 +12,9 @@ struct StepRecord {
   int64_t step = 0, total_steps = 0, epoch = 0;  ///< the run's: a resumed run goes on counting
   int64_t first_step = 0;  ///< steps done before this process began (a resumed run's): the ETA's rate leaves them out
   double loss = 0, lr = 0, pairs_per_s = 0, peak_rss_mb = 0, elapsed_s = 0;
+  /// Where the step's time went, wall seconds: making the batch's tensors, the training step's
+  /// phases (TrainingStep::last_times), and clipping + the optimizer's update.
+  double collate_s = 0, forward_s = 0, loss_s = 0, backward_s = 0, update_s = 0;
 };
 
 /// Peak resident memory of this process so far, in MiB.

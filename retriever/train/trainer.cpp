@@ -55,8 +55,10 @@ class Run {
   void build_step();
   int64_t count_steps() const;
   void train_loop();
-  double train_step(const TokenBatch& queries, const TokenBatch& passages, int64_t step);
-  void record_step(double loss, size_t pairs, double step_seconds, int64_t first_step, Clock::time_point loop_start);
+  /// Fills `times`' step phases and update_s.
+  double train_step(const TokenBatch& queries, const TokenBatch& passages, int64_t step, StepRecord& times);
+  void record_step(StepRecord record, double loss, size_t pairs, double step_seconds, int64_t first_step,
+                   Clock::time_point loop_start);
   void save(const std::string& name = "checkpoint.pt");
   void select_on_dev();
   void write_curves();
@@ -209,6 +211,7 @@ void Run::build_step() {
                      .split_input_fn(by_tokens ? split_by_tokens(b.chunk_tokens) : split_and_trim)
                      .retain_chunks(b.retain_chunks)
                      .retain_memory(b.retain_memory)
+                     .sort_passages(b.sort_by_length)
                      .precision(model_->precision())
                      .scaler(model_->scaler())
                      .group(group_)
@@ -228,11 +231,20 @@ int64_t Run::count_steps() const {
   return config_.training.steps > 0 ? config_.training.steps : config_.training.epochs * steps_per_epoch_;
 }
 
-double Run::train_step(const TokenBatch& queries, const TokenBatch& passages, int64_t step) {
+double Run::train_step(const TokenBatch& queries, const TokenBatch& passages, int64_t step, StepRecord& times) {
   const int64_t total = result_.total_steps;
   const auto& t = config_.training;
   model_->prepare_step(t.lr * lr_factor(step, total, static_cast<int64_t>(t.warmup * total)));
   const double loss = step_->run(queries, passages);
+  times.forward_s = step_->last_times().forward_s;
+  times.loss_s = step_->last_times().loss_s;
+  times.backward_s = step_->last_times().backward_s;
+  const auto update_start = Clock::now();
+  struct UpdateTime {  // on every return below
+    double& out;
+    Clock::time_point start;
+    ~UpdateTime() { out = seconds_since(start); }
+  } update_time{times.update_s, update_start};
   if (!std::isfinite(loss)) {
     log("step " + std::to_string(step + 1) + ": the loss is " + std::to_string(loss) + "; the update is skipped");
     model_->optimizer().zero_grad();
@@ -245,10 +257,9 @@ double Run::train_step(const TokenBatch& queries, const TokenBatch& passages, in
   return loss;
 }
 
-void Run::record_step(double loss, size_t pairs, double step_seconds, int64_t first_step,
+void Run::record_step(StepRecord record, double loss, size_t pairs, double step_seconds, int64_t first_step,
                       Clock::time_point loop_start) {
   result_.final_loss = loss;
-  StepRecord record;
   record.step = progress_state_.step;
   record.total_steps = result_.total_steps;
   record.epoch = progress_state_.epoch;
@@ -281,15 +292,18 @@ void Run::train_loop() {
     }
     const auto examples = data_->batch_examples(order, progress_state_.batch_in_epoch);
     const auto step_start = Clock::now();
-    const double loss = train_step(data_->queries_of(examples, device_),
-                                   data_->passages_of(examples, progress_state_.epoch, device_), progress_state_.step);
+    StepRecord times;
+    const auto queries = data_->queries_of(examples, device_);
+    const auto passages = data_->passages_of(examples, progress_state_.epoch, device_);
+    times.collate_s = seconds_since(step_start);
+    const double loss = train_step(queries, passages, progress_state_.step, times);
     const double step_seconds = seconds_since(step_start);
     ++progress_state_.step;
     if (++progress_state_.batch_in_epoch == steps_per_epoch_) {
       ++progress_state_.epoch;
       progress_state_.batch_in_epoch = 0;
     }
-    record_step(loss, examples.size(), step_seconds, first_step, loop_start);
+    record_step(times, loss, examples.size(), step_seconds, first_step, loop_start);
     if (config_.selection.eval_every > 0 &&
         (progress_state_.step % config_.selection.eval_every == 0 || progress_state_.step == result_.total_steps)) {
       select_on_dev();

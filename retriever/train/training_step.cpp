@@ -8,6 +8,7 @@
 
 #include <ATen/ATen.h>
 
+#include <chrono>
 #include <cmath>
 #include <optional>
 #include <stdexcept>
@@ -49,6 +50,17 @@ int64_t group_size(const ModelInput& queries, const ModelInput& passages) {
                                 " queries; expected 1 + k passages per query");
   }
   return m / n;
+}
+
+// Runs `fn`, adding its wall seconds to `total`.
+template <class Fn>
+auto timed(double& total, Fn&& fn) {
+  struct Add {
+    double& total;
+    std::chrono::steady_clock::time_point start = std::chrono::steady_clock::now();
+    ~Add() { total += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(); }
+  } add{total};
+  return fn();
 }
 
 // Shared by full and accumulate: the models, the loss, the backward with or without a
@@ -103,13 +115,16 @@ class FullStep : public DirectStep {
 
   double run(const ModelInput& queries, const ModelInput& passages) override {
     group_size(queries, passages);
-    auto q = encode(query_model_, queries, options_.precision());
-    auto p = encode(passage_model_, passages, options_.precision());
-    auto loss = loss_({q, p});
-    const double value = loss.item<double>();
+    times_ = {};
+    auto q = timed(times_.forward_s, [&] { return encode(query_model_, queries, options_.precision()); });
+    auto p = timed(times_.forward_s, [&] { return encode(passage_model_, passages, options_.precision()); });
+    auto loss = timed(times_.loss_s, [&] { return loss_({q, p}); });
+    const double value = timed(times_.loss_s, [&] { return loss.item<double>(); });
     if (!std::isfinite(value)) return value;
-    backward(loss);
-    sum_gradients_over_ranks();
+    timed(times_.backward_s, [&] {
+      backward(loss);
+      sum_gradients_over_ranks();
+    });
     return value;
   }
 };
@@ -167,14 +182,17 @@ class AccumulateStep : public DirectStep {
     std::optional<GradientSnapshot> before;
     if (q_parts.size() > 1 || options_.group()) before.emplace(parameters_);
     double total = 0;
+    times_ = {};
     for (size_t i = 0; i < q_parts.size() && std::isfinite(total); ++i) {
       const int64_t rows = rows_of(q_parts[i], "queries of a sub-batch");
-      auto q = encode(query_model_, q_parts[i], options_.precision());
-      auto p = encode(passage_model_, p_parts[i], options_.precision());
-      auto loss = loss_({q, p}) * (static_cast<double>(rows) / static_cast<double>(n * world));
-      const double value = loss.item<double>();
+      auto q = timed(times_.forward_s, [&] { return encode(query_model_, q_parts[i], options_.precision()); });
+      auto p = timed(times_.forward_s, [&] { return encode(passage_model_, p_parts[i], options_.precision()); });
+      auto loss = timed(times_.loss_s, [&] {
+        return loss_({q, p}) * (static_cast<double>(rows) / static_cast<double>(n * world));
+      });
+      const double value = timed(times_.loss_s, [&] { return loss.item<double>(); });
       total += value;
-      if (std::isfinite(value)) backward(loss);
+      if (std::isfinite(value)) timed(times_.backward_s, [&] { backward(loss); });
     }
     // The ranks skip together: a rank's sub-batch loss is its own, unlike the gathered losses.
     const bool skip = options_.group() ? distributed::any_rank(*options_.group())(!std::isfinite(total))
@@ -193,6 +211,13 @@ Loss similarity_loss(PairScorer phi, DualCacheOptions o) {
   return [phi, o](const at::Tensor& q, const at::Tensor& p) {
     return score_matrix_loss(phi(q, p) / o.temperature(), o.reduction(), o.symmetric());
   };
+}
+
+// The rows of a token batch's tensors in `order`.
+ModelInput rows_in_order(const ModelInput& batch, const at::Tensor& order) {
+  std::map<std::string, at::Tensor> rows;
+  for (const auto& [name, value] : batch.kwargs()) rows.emplace(name, value.toTensor().index_select(0, order));
+  return rows;
 }
 
 // Gradient Cache: the library's GradCache, its data-parallel form with a group, or the dual
@@ -215,23 +240,46 @@ class CacheStep : public TrainingStep {
                                                options_.similarity_options(), cache_options);
     } else if (options_.group()) {
       cache_ = std::make_unique<distributed::DistributedGradCache>(
-          *options_.group(), models, chunk_sizes, whole_batch_loss(std::move(loss), options_), cache_options,
+          *options_.group(), models, chunk_sizes, in_batch_order(whole_batch_loss(std::move(loss), options_)),
+          cache_options,
           distributed::DistributedOptions().gather_inputs(false));  // whole_batch_loss gathers when it must
     } else {
-      cache_ = std::make_unique<GradCache>(models, chunk_sizes, std::move(loss), cache_options);
+      cache_ = std::make_unique<GradCache>(models, chunk_sizes, in_batch_order(std::move(loss)), cache_options);
     }
   }
 
   double run(const ModelInput& queries, const ModelInput& passages) override {
+    passage_positions_ = at::Tensor();
+    ModelInput sorted = passages;
+    if (options_.sort_passages() && !options_.similarity().defined() && passages.kwargs().count("attention_mask")) {
+      const auto lengths = passages.kwarg("attention_mask").ne(0).sum(1);
+      const auto order = std::get<1>(lengths.sort(/*stable=*/true, /*dim=*/0, /*descending=*/false));
+      passage_positions_ = at::argsort(order);  // where each passage of the batch went
+      sorted = rows_in_order(passages, order);
+    }
     try {
-      return cache_->cache_step({queries, passages}).item<double>();
+      const double loss = cache_->cache_step({queries, sorted}).item<double>();
+      times_ = cache_->last_step_times();
+      return loss;
     } catch (const NonFiniteLossError& e) {  // nothing was backpropagated
       return e.loss();
     }
   }
 
  private:
+  // sort_passages: the sorted passages' representations put back in batch order before the
+  // loss, and before any gathering over ranks (which whole_batch_loss does inside `inner`).
+  Loss in_batch_order(Loss inner) {
+    if (!options_.sort_passages()) return inner;
+    return [this, inner = std::move(inner)](const std::vector<at::Tensor>& reps, const LossArgs& args) {
+      if (!passage_positions_.defined()) return inner(reps, args);
+      check_two_reps(reps, "sort_passages");
+      return inner({reps[0], reps[1].index_select(0, passage_positions_)}, args);
+    };
+  }
+
   std::unique_ptr<GradCacheBase> cache_;
+  at::Tensor passage_positions_;  // sort_passages: row i of the batch is row passage_positions_[i] of the sorted passages
 };
 
 void check_options(const StepOptions& o) {

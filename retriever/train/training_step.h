@@ -6,6 +6,7 @@
 
 #include "retriever/config/train_config.h"
 
+#include <gradcache/grad_cache.h>
 #include <gradcache/grad_scaler.h>
 #include <gradcache/loss.h>
 #include <gradcache/model.h>
@@ -46,6 +47,13 @@ struct StepOptions {
   /// algorithm), and the bytes of activations they may hold together (0: no budget).
   TORCH_ARG(int64_t, retain_chunks) = 0;
   TORCH_ARG(int64_t, retain_memory) = 0;
+  /// cache: chunk the passages in order of their own length (the attention mask's row sums),
+  /// and give the loss their representations back in batch order. The batch comes sorted by
+  /// query length (TrainingData::batch_examples), which groups the queries into chunks of
+  /// similar length but leaves each passage chunk padded to its longest of unrelated
+  /// passages. Exact: the loss's index_select carries the cached gradient back to each
+  /// passage's own row. Not with a learned similarity (the dual cache keeps the batch order).
+  TORCH_ARG(bool, sort_passages) = false;
   /// Autocast per model call; representations and the loss stay fp32.
   TORCH_ARG(Precision, precision) = Precision::fp32;
   /// fp16: the loss is scaled, and the gradients come out scaled (the caller unscales).
@@ -76,10 +84,14 @@ class TrainingStep {
   /// nothing is backpropagated (gradients are as before the call).
   virtual double run(const ModelInput& queries, const ModelInput& passages) = 0;
   const StepOptions& options() const { return options_; }
+  /// Where the last run's time went (full and accumulate: the forward passes, the losses and
+  /// the backward passes, each summed over sub-batches; cache: GradCache's three steps).
+  const StepTimes& last_times() const { return times_; }
 
  protected:
   explicit TrainingStep(StepOptions options) : options_(std::move(options)) {}
   StepOptions options_;
+  StepTimes times_;
 };
 
 /// The step `options.mode()` names, over a query and a passage model (the same model twice
