@@ -122,7 +122,7 @@ void add_batching_settings(SettingsTable<TrainConfig>& t) {
             .in_group(group)
             .checked(positive()));
   t.add(nested_field("sort_by_length", &TrainConfig::batching, &BatchingSettings::sort_by_length, "--sort-by-length",
-                     "Order each batch by query length so chunks pad less (not in accumulate)")
+                     "Order each batch by query length, and in cache mode the passages by their own, so chunks pad less (not in accumulate)")
             .in_group(group));
   // Retained chunks trade memory for time; the gradients are the same, so a resumed run may
   // change them (and runs of earlier versions, saved with -1, still resume).

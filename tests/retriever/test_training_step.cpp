@@ -76,6 +76,52 @@ TEST(TrainingStep, CacheInChunksEqualsFullWithoutDropout) {
   EXPECT_LT(gctest::max_rel_error(chunked, full), gctest::kTol32);
 }
 
+// sort_passages: the passages run in order of their own length and the loss gets their
+// representations back in batch order. With dropout on, the reference is a real full-batch
+// backward whose passage pass sees the passages in that same order (so it draws the masks the
+// cache's one chunk draws) and whose loss reads them back through the same index: if the cache
+// did not sort, or put the rows back wrongly, the masks or the pairs would differ.
+TEST(TrainingStep, CacheWithSortedPassagesEqualsFullWithDropoutOn) {
+  Fixture f;
+  const auto lengths = f.passages.at("attention_mask").ne(0).sum(1);
+  const auto order = std::get<1>(lengths.sort(/*stable=*/true, 0, /*descending=*/false));
+  ASSERT_FALSE(order.equal(torch::arange(order.size(0))));  // the fixture's passages are not in length order
+  gr::TokenBatch sorted;
+  for (const auto& [name, t] : f.passages) sorted[name] = t.index_select(0, order);
+  const auto params = f.encoder->parameters();
+  gctest::zero_grads(params);
+  torch::manual_seed(5);
+  auto q_rep = f.encoder->forward(gr::trim_padding(f.queries));
+  auto p_rep = f.encoder->forward(gr::trim_padding(sorted)).index_select(0, torch::argsort(order));
+  auto loss = f.loss({q_rep, p_rep});
+  loss.backward();
+  const auto full = gctest::grads_of(params);
+  double cache_loss = 0;
+  const auto cache = f.gradients(gr::StepOptions()
+                                     .mode(gr::TrainMode::Cache)
+                                     .chunk_size(8)
+                                     .passage_chunk_size(16)
+                                     .split_input_fn(gr::split_and_trim)
+                                     .sort_passages(true),
+                                 5, &cache_loss);
+  gctest::report_error("step layer: cache with sorted passages vs full, dropout 0.1", gctest::max_rel_error(cache, full));
+  EXPECT_LT(gctest::max_rel_error(cache, full), gctest::kTol32);
+  EXPECT_NEAR(cache_loss, loss.item<double>(), 1e-6 * std::abs(loss.item<double>()));
+}
+
+TEST(TrainingStep, CacheWithSortedPassagesInChunksEqualsFullWithoutDropout) {
+  Fixture f;
+  f.encoder->eval();
+  const auto full = f.gradients(gr::StepOptions().mode(gr::TrainMode::Full));
+  const auto chunked = f.gradients(gr::StepOptions()
+                                       .mode(gr::TrainMode::Cache)
+                                       .chunk_size(3)
+                                       .passage_chunk_size(5)
+                                       .split_input_fn(gr::split_and_trim)
+                                       .sort_passages(true));
+  EXPECT_LT(gctest::max_rel_error(chunked, full), gctest::kTol32);
+}
+
 TEST(TrainingStep, AccumulateEqualsFullWhenOneSubBatchHoldsTheBatch) {
   Fixture f;
   double full_loss = 0, accumulate_loss = 0;
