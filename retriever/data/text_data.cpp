@@ -95,6 +95,16 @@ class LineSource {
     stats_ = ReadStats{};
     std::error_code ignored;  // a path that cannot be inspected fails to open just below, with errno's reason
     if (std::filesystem::is_directory(path, ignored)) throw DataError(path, 0, "cannot open: it is a directory");
+    // A pipe (`--train-file <(...)`, a FIFO) or a device reads once, and the program reads a data
+    // file more than once (the tokenizer, the examples, the checkpoint's fingerprint): the second
+    // open of a FIFO would wait forever for a writer. Checked before opening, which would block too.
+    const auto type = std::filesystem::status(path, ignored).type();
+    if (type != std::filesystem::file_type::regular && type != std::filesystem::file_type::not_found &&
+        type != std::filesystem::file_type::none) {
+      throw DataError(path, 0,
+                      "cannot read: not a regular file (a pipe or a device can be read only once, and data files "
+                      "are read more than once); write it to a file first");
+    }
     file_.open(path, std::ios::binary);
     if (!file_) throw DataError(path, 0, std::string("cannot open: ") + std::strerror(errno));
   }

@@ -75,14 +75,23 @@ CurveCounts write_run_data(const CurveSource& run, const std::string& dat, const
   std::ostringstream train, dev;
   CurveCounts counts;
   std::string line;
+  size_t line_number = 0;
+  // A line that is not a record means the file is not a run's metrics (or was damaged): say
+  // which and where, rather than drawing what is left of it.
+  auto not_metrics = [&](const std::string& why) {
+    return std::runtime_error(run.metrics_path + " line " + std::to_string(line_number) + ": " + why +
+                              "; is it the metrics.jsonl a gradcache train run wrote?");
+  };
   while (std::getline(in, line)) {
+    ++line_number;
+    if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
     nlohmann::json j;
     try {
       j = nlohmann::json::parse(line);
     } catch (const std::exception&) {
-      continue;
+      throw not_metrics("not JSON");
     }
-    if (!j.is_object() || !j.contains("step")) continue;
+    if (!j.is_object() || !j.contains("step")) throw not_metrics("not a metrics record (an object with a \"step\")");
     if (j.contains("dev") && j["dev"].is_object() && j["dev"].contains(dev_metric)) {
       dev << number(j["step"]) << " " << number(j["dev"][dev_metric]) << "\n";
       ++counts.dev;
@@ -201,6 +210,13 @@ std::string run_select_metric(const std::string& run) {
 }
 
 void plot_training_curves(const std::vector<CurveSource>& runs, const std::string& png, const std::string& dev_metric) {
+  std::error_code no_file;  // an output that does not exist yet is none of the inputs
+  for (const auto& run : runs) {
+    if (fs::equivalent(run.metrics_path, png, no_file)) {
+      throw std::invalid_argument("the output " + png + " is " + run.metrics_path +
+                                  ", an input: it would be replaced by the plot; choose another --output");
+    }
+  }
   ScratchDirectory scratch;
   std::vector<std::string> dats;
   std::vector<CurveCounts> counts;
@@ -210,7 +226,11 @@ void plot_training_curves(const std::vector<CurveSource>& runs, const std::strin
     counts.push_back(write_run_data(runs[i], dats.back(), dev_metric));
     points += counts.back().train;
   }
-  if (points == 0) throw std::runtime_error("no training steps in the metrics to plot");
+  if (points == 0) {
+    std::string files;
+    for (const auto& run : runs) files += (files.empty() ? "" : ", ") + run.metrics_path;
+    throw std::runtime_error("no training steps to plot in " + files);
+  }
   const std::string temporary = png + ".tmp" + std::to_string(getpid());
   const std::string script = (scratch.path / "curves.gp").string();
   std::ofstream(script) << write_script(runs, dats, counts, dev_metric, temporary);

@@ -1,11 +1,14 @@
 #include "detail/staged_directory.h"
 
+#include <signal.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
+#include <set>
 #include <stdexcept>
 #include <utility>
 
@@ -20,6 +23,7 @@ StagedDirectory::StagedDirectory(std::string target, std::string marker, bool ov
   if (target_.empty()) throw std::runtime_error(flag_ + " must not be empty");
   check_target();
   partial_ = target_ + ".partial-" + std::to_string(::getpid());
+  remove_stale_partials();
   std::error_code error;
   fs::remove_all(partial_, error);  // left by a killed process that had this pid
   fs::create_directories(partial_, error);
@@ -34,6 +38,38 @@ StagedDirectory::~StagedDirectory() {
 
 std::string StagedDirectory::path(const std::string& name) const { return (fs::path(partial_) / name).string(); }
 
+// "<target>.partial-<pid>" of a process that no longer exists: a SIGKILLed command's, which
+// no destructor removed. A live process's (a concurrent command) is left alone.
+void StagedDirectory::remove_stale_partials() const {
+  const fs::path target(target_);
+  const fs::path parent = target.has_parent_path() ? target.parent_path() : fs::path(".");
+  const std::string prefix = target.filename().string() + ".partial-";
+  std::error_code error;
+  for (fs::directory_iterator it(parent, error), end; !error && it != end; it.increment(error)) {
+    const std::string name = it->path().filename().string();
+    if (name.rfind(prefix, 0) != 0) continue;
+    const std::string pid = name.substr(prefix.size());
+    if (pid.empty() || pid.find_first_not_of("0123456789") != std::string::npos || pid.size() > 9) continue;
+    if (::kill(static_cast<pid_t>(std::stol(pid)), 0) == 0 || errno != ESRCH) continue;
+    std::error_code ignored;
+    fs::remove_all(it->path(), ignored);
+  }
+}
+
+namespace {
+
+// The names the stamp lists, one per line; empty when there is no stamp.
+std::set<std::string> stamped_files(const fs::path& dir) {
+  std::set<std::string> names;
+  std::ifstream in(dir / StagedDirectory::kStamp);
+  for (std::string line; std::getline(in, line);) {
+    if (!line.empty()) names.insert(line);
+  }
+  return names;
+}
+
+}  // namespace
+
 void StagedDirectory::check_target() const {
   std::error_code error;
   const auto status = fs::symlink_status(target_, error);
@@ -43,12 +79,35 @@ void StagedDirectory::check_target() const {
                              flag_);
   if (!fs::is_directory(status))
     throw std::runtime_error(flag_ + " " + target_ + " exists and is not a directory; not replacing it");
-  if (!fs::exists(fs::path(target_) / marker_) && !fs::is_empty(target_, error))
+  if (fs::is_empty(target_, error)) return;
+  if (!fs::exists(fs::path(target_) / marker_))
     throw std::runtime_error(flag_ + " " + target_ + " is a directory without " + marker_ +
                              ", i.e. not one this command wrote; not replacing it (choose another " + flag_ + ")");
+  const auto listed = stamped_files(target_);
+  if (listed.empty())
+    throw std::runtime_error(flag_ + " " + target_ + " has no " + kStamp + " stamp, so this program cannot tell that " +
+                             "it wrote it (an older version, or a copy, did); not replacing it: remove it yourself " +
+                             "or choose another " + flag_);
+  for (fs::directory_iterator it(target_, error), end; !error && it != end; it.increment(error)) {
+    const std::string name = it->path().filename().string();
+    if (name != kStamp && !listed.count(name))
+      throw std::runtime_error(flag_ + " " + target_ + " holds " + name + ", which this program did not write there; " +
+                               "not replacing it (move that file out, or choose another " + flag_ + ")");
+  }
+  if (error) throw std::runtime_error("cannot list " + target_ + " (" + flag_ + "): " + error.message());
 }
 
 void StagedDirectory::commit() {
+  {
+    std::ofstream stamp(fs::path(partial_) / kStamp);
+    std::error_code error;
+    for (fs::directory_iterator it(partial_, error), end; !error && it != end; it.increment(error)) {
+      if (it->path().filename() != kStamp) stamp << it->path().filename().string() << "\n";
+    }
+    stamp.flush();
+    if (error || !stamp)
+      throw std::runtime_error("cannot write " + (fs::path(partial_) / kStamp).string() + " (for " + flag_ + ")");
+  }
   check_target();  // something may have appeared there meanwhile
   const std::string old = target_ + ".old-" + std::to_string(::getpid());
   const bool replacing = fs::exists(fs::symlink_status(target_));
@@ -60,8 +119,11 @@ void StagedDirectory::commit() {
     throw std::runtime_error("cannot rename " + partial_ + " to " + target_ + ": " + reason);
   }
   committed_ = true;
-  std::error_code ignored;
-  if (replacing) fs::remove_all(old, ignored);
+  std::error_code error;
+  if (replacing && fs::remove_all(old, error) == static_cast<std::uintmax_t>(-1)) {
+    throw std::runtime_error("wrote " + target_ + ", but cannot remove the one it replaced, moved aside to " + old +
+                             ": " + error.message() + "; remove it yourself");
+  }
 }
 
 }  // namespace detail

@@ -127,6 +127,24 @@ expect_status 1 $? "encode --overwrite over a run directory"
   2>"$work/overwrite.err"
 expect_status 0 $? "encode --overwrite"
 [ "$(ls "$work/emb"/embeddings_*.npy | wc -l)" = 2 ] || fail "--overwrite did not replace the old shards"
+# Issue 27: --overwrite replaces only what the program provably wrote (the stamp lists every
+# file): not a directory with a manifest.json of {} and the user's notes, and not one of ours
+# that a user added a file to. A killed encode's partial directory (of a pid that is gone) is
+# cleared by the next run.
+mkdir -p "$work/fake" && echo '{}' >"$work/fake/manifest.json" && echo "mine" >"$work/fake/notes.txt"
+"$bin" encode --run "$work/run" --corpus "$work/corpus.tsv" --output "$work/fake" --overwrite 2>"$work/fake.err"
+expect_status 1 $? "encode --overwrite over a directory with an empty manifest"
+[ -s "$work/fake/notes.txt" ] || fail "encode --overwrite removed a user's notes"
+grep -q "stamp" "$work/fake.err" || fail "no message saying why the directory is not replaced: $(cat "$work/fake.err")"
+echo "mine" >"$work/emb/notes.txt"
+"$bin" encode --run "$work/run" --corpus "$work/corpus.tsv" --output "$work/emb" --overwrite 2>"$work/added.err"
+expect_status 1 $? "encode --overwrite over an output a user added a file to"
+grep -q "holds notes.txt" "$work/added.err" || fail "no message naming the added file: $(cat "$work/added.err")"
+rm "$work/emb/notes.txt"
+mkdir -p "$work/emb.partial-999999999" && touch "$work/emb.partial-999999999/embeddings_0.npy"
+"$bin" encode --run "$work/run" --corpus "$work/corpus.tsv" --output "$work/emb" --overwrite --shard-size 50 2>/dev/null
+expect_status 0 $? "encode --overwrite of its own output"
+[ -e "$work/emb.partial-999999999" ] && fail "a dead process's partial directory was left"
 
 # An interrupted encode (SIGINT between batches of a large corpus) exits 130 and leaves no output.
 for i in $(seq 1 400); do cat "$work/corpus.tsv"; done | awk -F'\t' -v OFS='\t' '{$1 = $1 "_" NR; print}' >"$work/big.tsv"

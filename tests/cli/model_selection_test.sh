@@ -60,4 +60,16 @@ is_png "$work/both.png" || fail "plot wrote no PNG"
 "$bin" plot "$work/nowhere" --output "$work/x.png" 2>"$work/plot_missing.err"
 [ $? = 1 ] && grep -q "nowhere: no metrics.jsonl" "$work/plot_missing.err" || fail "no message for a missing run"
 [ -e "$work/x.png" ] && fail "a failed plot left a file"
+# Issue 27: an output that is an input is refused before anything is written; a metrics file
+# with a line that is not a record is named, with the line, instead of being drawn in part.
+cp "$work/wordnet/metrics.jsonl" "$work/metrics_before.jsonl"
+"$bin" plot "$work/wordnet" --output "$work/wordnet/metrics.jsonl" --overwrite 2>"$work/plot_self.err"
+[ $? = 1 ] && grep -q "an input" "$work/plot_self.err" || fail "plot accepted one of its inputs as --output"
+cmp -s "$work/wordnet/metrics.jsonl" "$work/metrics_before.jsonl" || fail "plot replaced the run's metrics"
+mkdir -p "$work/garbage"
+{ head -2 "$work/metrics_before.jsonl"; echo "this is not json"; } >"$work/garbage/metrics.jsonl"
+"$bin" plot "$work/garbage" --output "$work/garbage.png" 2>"$work/plot_garbage.err"
+[ $? = 1 ] && grep -q "garbage/metrics.jsonl line 3: not JSON" "$work/plot_garbage.err" ||
+  fail "no message naming the bad line of a metrics file: $(cat "$work/plot_garbage.err")"
+[ -e "$work/garbage.png" ] && fail "a failed plot left a file"
 echo "model selection and curves: all checks passed"

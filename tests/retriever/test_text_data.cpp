@@ -4,6 +4,7 @@
 #include "tests/retriever/text_test_util.h"
 
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 
 #include <algorithm>
 #include <iostream>
@@ -248,6 +249,20 @@ TEST(TrainExamples, MissingFileAndDirectory) {
   const auto folder = dir.path("folder.tsv");
   fs::create_directory(folder);
   expect_data_error([&] { read_train_examples(folder); }, folder, 0, "cannot open");
+}
+
+// Issue 27: a FIFO as --train-file was read once (for the tokenizer) and the second open then
+// waited forever for a writer. Refused before opening: without the check this test hangs on
+// the open and fails by ctest's timeout.
+TEST(TrainExamples, PipeIsRefusedNotWaitedOn) {
+  TempDir dir;
+  const auto fifo = dir.path("pipe.jsonl");
+  ASSERT_EQ(mkfifo(fifo.c_str(), 0600), 0);
+  expect_data_error([&] { read_train_examples(fifo); }, fifo, 0, "not a regular file");
+  expect_data_error([&] { read_train_examples(fifo); }, fifo, 0, "write it to a file first");
+  const auto device = dir.path("null.tsv");  // a device, through a link
+  fs::create_symlink("/dev/null", device);
+  expect_data_error([&] { read_collection(device); }, device, 0, "not a regular file");
 }
 
 TEST(TrainExamples, UnknownExtension) {
