@@ -91,7 +91,10 @@ void add_model_settings(Table& t) {
             .checked(positive()));
   t.add(nested_field("layers", &TrainConfig::encoder, &EncoderSettings::layers, "--layers", "Transformer layers")
             .in_group(group)
-            .checked(at_least(0)));
+            .checked([](const nlohmann::json& v) -> std::string {
+              // 0 trained an encoder that only averages token embeddings, with exit 0 (issue 27)
+              return v.get<double>() >= 1 ? "" : "must be at least 1 (with 0 the encoder has no Transformer layer)";
+            }));
   t.add(nested_field("heads", &TrainConfig::encoder, &EncoderSettings::heads, "--heads", "Attention heads")
             .in_group(group)
             .checked(positive()));
@@ -180,13 +183,15 @@ void add_optimisation_settings(Table& t) {
 void add_machine_settings(Table& t) {
   const char* group = "Training";
   t.add(nested_field("threads", &TrainConfig::machine, &MachineSettings::threads, "--threads",
-                     "LibTorch intra-op threads (0: 1)")
+                     "LibTorch intra-op threads (0: 1); with the torch wheel's LibTorch also its MKL's, which does "
+                     "the matrix products")
             .in_group(group)
             .per_rank()
             .free_on_resume()
             .checked(at_least(0)));
   t.add(nested_field("blas_threads", &TrainConfig::machine, &MachineSettings::blas_threads, "--blas-threads",
-                     "OpenBLAS threads (0: 1; see docs/performance.md, Threads)")
+                     "OpenBLAS threads (0: 1): the matrix products' with Debian's LibTorch 1.13 (see "
+                     "docs/performance.md, Threads); idle with the torch wheel's, whose MKL follows --threads")
             .in_group(group)
             .per_rank()
             .free_on_resume()

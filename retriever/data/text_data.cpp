@@ -95,9 +95,8 @@ class LineSource {
     stats_ = ReadStats{};
     std::error_code ignored;  // a path that cannot be inspected fails to open just below, with errno's reason
     if (std::filesystem::is_directory(path, ignored)) throw DataError(path, 0, "cannot open: it is a directory");
-    // A pipe (`--train-file <(...)`, a FIFO) or a device reads once, and the program reads a data
-    // file more than once (the tokenizer, the examples, the checkpoint's fingerprint): the second
-    // open of a FIFO would wait forever for a writer. Checked before opening, which would block too.
+    // A pipe or device reads once, and data files are read more than once (tokenizer, examples,
+    // fingerprint): a FIFO's second open would wait forever. Checked before opening (which blocks).
     const auto type = std::filesystem::status(path, ignored).type();
     if (type != std::filesystem::file_type::regular && type != std::filesystem::file_type::not_found &&
         type != std::filesystem::file_type::none) {
@@ -479,8 +478,13 @@ Qrels read_qrels(const std::string& path, OnBadLine on_bad, ReadStats* stats) {
     const std::string_view grade_text = fields.back();
     const auto grade = parse_int(grade_text);
     if (!grade) {
-      if (is_first && field_count == 3) return false;  // BEIR header "query-id corpus-id score"
-      throw BadLine{"the relevance grade " + shown(grade_text) + " is not an integer"};
+      // BEIR's header "query-id corpus-id score"; any other first line whose grade is not a
+      // number is a mistake (`q1 0 d1`: a TREC line missing its grade), not a header to skip.
+      if (is_first && field_count == 3 && grade_text == "score") return false;
+      throw BadLine{"the relevance grade " + shown(grade_text) + " is not an integer" +
+                    (field_count == 3 ? std::string(" (3 fields are read as BEIR's query-id corpus-id score; a TREC "
+                                                    "line has 4: qid 0 docid rel)")
+                                      : std::string())};
     }
     const std::string_view query = fields[0];
     const std::string_view doc = field_count == 4 ? fields[2] : fields[1];

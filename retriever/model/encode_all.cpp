@@ -14,6 +14,10 @@ namespace retriever {
 StoppedBySignal::StoppedBySignal(int signal)
     : std::runtime_error("stopped by signal " + std::to_string(signal)), signal_(signal) {}
 
+void stop_if_signalled(const std::atomic<int>* stop) {
+  if (stop && stop->load() != 0) throw StoppedBySignal(stop->load());
+}
+
 at::Tensor encode_all(const gradcache::Model& model, const std::vector<std::vector<int64_t>>& tokens,
                       int64_t batch_size, const c10::Device& device, const std::atomic<int>* stop) {
   TORCH_CHECK(!tokens.empty(), "encode_all: nothing to encode");
@@ -24,7 +28,7 @@ at::Tensor encode_all(const gradcache::Model& model, const std::vector<std::vect
   torch::NoGradGuard no_grad;
   std::vector<at::Tensor> parts;
   for (size_t start = 0; start < order.size(); start += static_cast<size_t>(batch_size)) {
-    if (stop && stop->load() != 0) throw StoppedBySignal(stop->load());
+    stop_if_signalled(stop);
     std::vector<int64_t> rows(order.begin() + start,
                               order.begin() + std::min(order.size(), start + static_cast<size_t>(batch_size)));
     TokenBatch batch = pad_batch(tokens, rows);

@@ -26,6 +26,11 @@ class StoppedBySignal : public std::runtime_error {
   int signal_;
 };
 
+/// Throws StoppedBySignal once `stop` (when given) holds a signal number: what every long loop
+/// of eval, encode and mine (encoding, index building, dense and BM25 search) calls between
+/// its blocks, so that a signal stops each phase promptly.
+void stop_if_signalled(const std::atomic<int>* stop);
+
 /// Representations [N, d] of token sequences, computed without graph in batches of
 /// `batch_size`, shortest sequences together (less padding), returned in input order.
 /// The model's training mode is left as it was. Throws StoppedBySignal before a batch once

@@ -2,6 +2,9 @@
 
 #include "retriever/run/atomic_file.h"
 #include "retriever/run/checkpoint.h"
+#include "retriever/run/zip_integrity.h"
+
+#include <torch/torch.h>
 
 #include <filesystem>
 #include <stdexcept>
@@ -9,6 +12,44 @@
 namespace gradcache {
 namespace retriever {
 namespace fs = std::filesystem;
+
+namespace {
+
+// An export.json length: a positive number of tokens, and not an absurd one.
+int64_t max_len_of(const nlohmann::json& manifest, const char* key) {
+  const int64_t len = manifest.at(key).get<int64_t>();
+  if (len < 1 || len > (int64_t{1} << 16))
+    throw std::runtime_error(std::string("\"") + key + "\" " + std::to_string(len) + " is not a number of tokens (1 to 65536)");
+  return len;
+}
+
+// Checks an export's encoder against its export.json and its tokenizer before anything is
+// encoded (issue 27): the ids the tokenizer can give must be ids the embedding takes (a
+// tokenizer.model of another run is refused, not used), and the vectors must have export.json's
+// width and be finite.
+void probe_exported(const BiEncoder& model, const Tokenizer& tokenizer, int64_t dim, const std::string& file) {
+  const int64_t top = std::max<int64_t>(1, tokenizer.vocab_size() - 1);
+  const TokenBatch probe{{"input_ids", torch::tensor({{int64_t{1}, top}}, torch::kLong)},
+                         {"attention_mask", torch::ones({1, 2}, torch::kLong)}};
+  at::Tensor vectors;
+  try {
+    torch::NoGradGuard no_grad;
+    vectors = model.query_model()(ModelInput(probe)).toTensor();
+  } catch (const c10::Error& e) {
+    std::string what = e.what_without_backtrace();
+    what = what.substr(0, what.find('\n'));
+    throw std::runtime_error(file + " cannot encode the ids of its tokenizer.model (" +
+                             std::to_string(tokenizer.vocab_size()) + " pieces): " + what +
+                             "; the tokenizer or the model comes from another export: export the run again");
+  }
+  if (vectors.dim() != 2 || vectors.size(1) != dim)
+    throw std::runtime_error(file + " gives vectors of shape " + c10::str(vectors.sizes()) + ", but export.json says dim " +
+                             std::to_string(dim) + ": export the run again");
+  if (!torch::isfinite(vectors).all().item<bool>())
+    throw std::runtime_error(file + " gives NaN or infinite vectors: its weights are damaged; export the run again");
+}
+
+}  // namespace
 
 std::string checkpoint_of_run(const std::string& run) {
   std::error_code ignored;
@@ -57,7 +98,7 @@ TextEncoder load_exported_encoder(const std::string& dir, const std::string& sid
     throw std::runtime_error("--model " + dir + ": no export.json (not a directory written by gradcache export)");
   nlohmann::json manifest;
   std::string file;
-  int64_t query_len = 0, passage_len = 0;
+  int64_t query_len = 0, passage_len = 0, dim = 0;
   bool normalize = false;
   try {
     manifest = nlohmann::json::parse(read_file(manifest_path));
@@ -67,18 +108,38 @@ TextEncoder load_exported_encoder(const std::string& dir, const std::string& sid
     if (!models.contains(side))
       throw std::runtime_error("it holds no " + side + " encoder (exported with --side " +
                                (side == "query" ? "passage" : "query") + "?); export the run again");
+    if (manifest.value("version", 1) != 1)
+      throw std::runtime_error("\"version\" " + manifest["version"].dump() + " is not 1, the one this program reads");
     file = (fs::path(dir) / models.at(side).get<std::string>()).string();
-    query_len = manifest.at("query_max_len").get<int64_t>();
-    passage_len = manifest.at("passage_max_len").get<int64_t>();
+    query_len = max_len_of(manifest, "query_max_len");
+    passage_len = max_len_of(manifest, "passage_max_len");
     normalize = manifest.at("normalize").get<bool>();
+    dim = manifest.at("dim").get<int64_t>();
+    if (dim < 1) throw std::runtime_error("\"dim\" " + std::to_string(dim) + " is not a width");
+    const auto prefix = manifest.value("prefix_dim", nlohmann::json());
+    if (!prefix.is_null() && (!prefix.is_number_integer() || prefix.get<int64_t>() != dim))
+      throw std::runtime_error("\"prefix_dim\" " + prefix.dump() + " is not the export's width, \"dim\" " +
+                               std::to_string(dim));
   } catch (const std::exception& e) {
     throw std::runtime_error(manifest_path + ": " + e.what());
   }
   auto tokenizer = Tokenizer::load((fs::path(dir) / manifest.value("tokenizer", "tokenizer.model")).string());
+  // LibTorch's zip reader checks no CRC: a flipped byte inside a tensor would load (issue 27).
+  const std::string bytes = read_file(file);
+  if (const auto damage = find_zip_damage(bytes))
+    throw std::runtime_error(file + " is damaged: " + *damage + "; export the run again");
+  BiEncoder model;
+  try {
+    model = BiEncoder::torchscript_from_bytes({bytes});
+  } catch (const c10::Error& e) {
+    std::string what = e.what_without_backtrace();
+    throw std::runtime_error(file + " is not a TorchScript encoder: " + what.substr(0, what.find('\n')));
+  }
+  model.train(false);
+  probe_exported(model, tokenizer, dim, file);
   nlohmann::json source = {{"export", fs::absolute(dir).lexically_normal().string()}, {"file", file}};
   if (manifest.contains("source")) source["exported_from"] = manifest["source"];
-  return TextEncoder{BiEncoder::torchscript(file, false), std::move(tokenizer), query_len, passage_len, normalize,
-                     std::move(source)};
+  return TextEncoder{std::move(model), std::move(tokenizer), query_len, passage_len, normalize, std::move(source)};
 }
 
 }  // namespace retriever

@@ -397,6 +397,10 @@ Tokenizer Tokenizer::load(const std::string& model_path) {
   if (!fs::exists(model_path, error)) {
     throw std::runtime_error("tokenizer model '" + model_path + "' does not exist: check the path");
   }
+  if (fs::is_directory(model_path, error)) {
+    throw std::runtime_error("tokenizer model '" + model_path + "' is a directory: give its .model file (a run's " +
+                             "tokenizer.model); a Hugging Face directory's tokenizer comes with --model-dir");
+  }
   std::ifstream in(model_path, std::ios::binary);
   if (!in) throw std::runtime_error("cannot open tokenizer model '" + model_path + "': check its permissions");
   std::ostringstream bytes;

@@ -1,5 +1,7 @@
 #include "retriever/search/bm25.h"
 
+#include "retriever/model/encode_all.h"
+
 #include <ATen/ATen.h>
 #include <xapian.h>
 
@@ -51,10 +53,12 @@ double seconds_since(std::chrono::steady_clock::time_point start) {
 
 /// Writes the database of `corpus` in `path` (a new or empty directory); document row r is
 /// Xapian document r + 1.
-void write_database(const std::string& path, const TextCollection& corpus, const std::string& signature) {
+void write_database(const std::string& path, const TextCollection& corpus, const std::string& signature,
+                    const std::atomic<int>* stop) {
   Xapian::WritableDatabase db(path, Xapian::DB_CREATE_OR_OVERWRITE | Xapian::DB_BACKEND_GLASS);
   Xapian::TermGenerator generator = make_term_generator();
   for (size_t row = 0; row < corpus.size(); ++row) {
+    if (row % 1024 == 0) stop_if_signalled(stop);
     Xapian::Document doc;
     generator.set_document(doc);
     generator.index_text_without_positions(corpus.texts[row]);
@@ -108,8 +112,8 @@ void Bm25Index::Impl::build_temporary(const TextCollection& corpus, const std::s
     throw std::runtime_error("BM25: cannot create a temporary directory in " + fs::temp_directory_path().string());
   }
   path = pattern;
-  temporary = true;
-  write_database(path, corpus, signature);
+  temporary = true;  // removed with the index, also when the constructor throws
+  write_database(path, corpus, signature, options.stop);
 }
 
 // Rebuilt beside the directory and renamed over it: the directory always holds a whole index.
@@ -131,7 +135,12 @@ void Bm25Index::Impl::build_named(const TextCollection& corpus, const std::strin
     throw std::runtime_error("--bm25-index " + path + ": cannot create " + parent.string() + ": " + ec.message());
   }
   fs::remove_all(building, ec);
-  write_database(building, corpus, signature);
+  try {
+    write_database(building, corpus, signature, options.stop);
+  } catch (...) {  // a signal or an error: no half-built index is left
+    fs::remove_all(building, ec);
+    throw;
+  }
   fs::remove_all(path, ec);
   fs::rename(building, path, ec);
   if (ec) throw std::runtime_error("--bm25-index " + path + ": cannot move the new index in place: " + ec.message());
@@ -183,6 +192,7 @@ TopK Bm25Index::search(const std::vector<std::string>& queries, int64_t k) const
   Xapian::TermGenerator generator = make_term_generator();
   try {
     for (int64_t q = 0; q < n; ++q) {
+      if (q % 64 == 0) stop_if_signalled(s.options.stop);
       // The query's own terms, analysed as the documents were; no query syntax at all.
       Xapian::Document terms;
       generator.set_document(terms);

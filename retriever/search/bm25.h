@@ -5,6 +5,7 @@
 #include "retriever/data/text_data.h"
 #include "retriever/search/exact_top_k.h"
 
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -22,6 +23,9 @@ struct Bm25Options {
   /// of ids and texts, stored as database metadata) and rebuilt otherwise; a directory that
   /// holds something else is refused, never deleted.
   std::string index_dir;
+  /// Once it holds a signal number, indexing and searching stop between documents / queries
+  /// (StoppedBySignal), leaving no half-built index behind.
+  const std::atomic<int>* stop = nullptr;
 };
 
 /// A BM25 index over a corpus; document rows are the corpus's rows.

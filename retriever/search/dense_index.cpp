@@ -1,5 +1,7 @@
 #include "retriever/search/dense_index.h"
 
+#include "retriever/model/encode_all.h"
+
 #include "retriever/launch/threads.h"
 
 #include <ATen/ATen.h>
@@ -73,6 +75,10 @@ TopK sort_rows(at::Tensor scores, at::Tensor indices) {
   const at::Tensor by_score = std::get<1>(scores.sort(/*stable=*/true, 1, /*descending=*/true));
   return {scores.gather(1, by_score), indices.gather(1, by_score)};
 }
+
+constexpr int64_t kBlockRows = 4096;  // documents added, or queries searched, between two looks at the stop flag
+constexpr int64_t kMaxHnswM = 512;          // links per node: 4 KB per document at level 0
+constexpr int64_t kMaxHnswEf = int64_t{1} << 16;  // candidate lists: FAISS allocates them per search
 
 int64_t default_pq_m(int64_t d) {
   for (int64_t m = std::max<int64_t>(1, d / 4); m > 1; --m) {
@@ -157,18 +163,36 @@ DenseIndex::DenseIndex(const at::Tensor& docs, const DenseIndexOptions& options)
   use_threads(options.threads);
   const at::Tensor x = cpu_float(docs);
   const auto d = static_cast<int>(s.dimension);
+  // Documents go in blocks, so that a signal stops a long build between two of them.
+  auto add_in_blocks = [&](faiss::Index& index, const char* what) {
+    for (int64_t start = 0; start < s.size; start += kBlockRows) {
+      stop_if_signalled(options.stop);
+      const int64_t rows = std::min(kBlockRows, s.size - start);
+      faiss_call(what, [&] { index.add(rows, x.data_ptr<float>() + start * s.dimension); });
+    }
+  };
   if (s.type == "flat") {
     s.index = std::make_unique<faiss::IndexFlatIP>(d);
-    faiss_call("add documents to the flat index", [&] { s.index->add(s.size, x.data_ptr<float>()); });
+    add_in_blocks(*s.index, "add documents to the flat index");
   } else if (s.type == "hnsw") {
     require(options.hnsw_m >= 2, "--hnsw-m must be >= 2, got " + std::to_string(options.hnsw_m));
     require(options.ef_construction >= 1, "--ef-construction must be >= 1");
     require(options.ef_search >= 1, "--ef-search must be >= 1, got " + std::to_string(options.ef_search));
+    // Bounds checked before FAISS allocates (issue 27: --hnsw-m 999999999999 on 50 documents
+    // grew to 24 GB): each node keeps 2 M neighbour links at level 0, so M sizes n x 2M x 4
+    // bytes; FAISS's own guidance is M of 4-64, and more than the documents links nothing new.
+    const int64_t max_m = std::min<int64_t>(kMaxHnswM, std::max<int64_t>(2, s.size));
+    require(options.hnsw_m <= max_m, "--hnsw-m must be at most " + std::to_string(max_m) + " (" +
+                                         std::to_string(kMaxHnswM) + ", and no more than the " +
+                                         std::to_string(s.size) + " documents), got " + std::to_string(options.hnsw_m));
+    require(options.ef_construction <= kMaxHnswEf && options.ef_search <= kMaxHnswEf,
+            "--ef-construction and --ef-search must be at most " + std::to_string(kMaxHnswEf) + ", got " +
+                std::to_string(options.ef_construction) + " and " + std::to_string(options.ef_search));
     auto hnsw = faiss_call("create the HNSW index", [&] {
       return std::make_unique<faiss::IndexHNSWFlat>(d, static_cast<int>(options.hnsw_m), faiss::METRIC_INNER_PRODUCT);
     });
     hnsw->hnsw.efConstruction = static_cast<int>(options.ef_construction);
-    faiss_call("add documents to the HNSW index", [&] { hnsw->add(s.size, x.data_ptr<float>()); });
+    add_in_blocks(*hnsw, "add documents to the HNSW index");
     s.index = std::move(hnsw);
   } else {
     s.build_ivfpq(x);
@@ -226,10 +250,27 @@ TopK DenseIndex::search(const at::Tensor& queries, int64_t k) const {
                                               "-dimensional documents; encode both with the same model");
   require(k >= 1, "k must be >= 1, got " + std::to_string(k));
   const int64_t kept = std::min(k, s.size);
-  if (s.type == "blocked") return exact_top_k(queries.to(s.docs.device(), s.docs.scalar_type()), s.docs, kept);
-  use_threads(s.options.threads);
-  if (queries.size(0) == 0) return {at::empty({0, kept}, at::kFloat), at::empty({0, kept}, at::kLong)};
-  return s.type == "flat" ? s.search_flat(queries, kept) : s.search_faiss(queries, kept);
+  if (s.type != "blocked") {
+    use_threads(s.options.threads);
+    if (queries.size(0) == 0) return {at::empty({0, kept}, at::kFloat), at::empty({0, kept}, at::kLong)};
+  }
+  auto search_block = [&](const at::Tensor& block) {
+    if (s.type == "blocked") return exact_top_k(block.to(s.docs.device(), s.docs.scalar_type()), s.docs, kept);
+    return s.type == "flat" ? s.search_flat(block, kept) : s.search_faiss(block, kept);
+  };
+  // Queries go in blocks, so that a signal stops a long search between two of them.
+  if (queries.size(0) <= kBlockRows) {
+    stop_if_signalled(s.options.stop);
+    return search_block(queries);
+  }
+  std::vector<at::Tensor> scores, indices;
+  for (int64_t start = 0; start < queries.size(0); start += kBlockRows) {
+    stop_if_signalled(s.options.stop);
+    const TopK found = search_block(queries.narrow(0, start, std::min(kBlockRows, queries.size(0) - start)));
+    scores.push_back(found.scores);
+    indices.push_back(found.indices);
+  }
+  return {at::cat(scores, 0), at::cat(indices, 0)};
 }
 
 const std::string& DenseIndex::type() const { return impl_->type; }

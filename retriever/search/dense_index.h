@@ -7,6 +7,7 @@
 
 #include <ATen/core/Tensor.h>
 
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -28,6 +29,9 @@ struct DenseIndexOptions {
   int64_t pq_bits = 8;            ///< PQ: bits per sub-quantizer code (1..16)
   int64_t train_sample = 0;       ///< IVF-PQ: documents to train on (evenly spaced); 0: min(D, 65536, max(64 nlist, 39 x 2^pq_bits))
   int64_t threads = 0;            ///< OpenMP and BLAS threads while building and searching; 0: leave as set
+  /// Once it holds a signal number, building and searching stop between blocks of rows
+  /// (StoppedBySignal): a signal during ranking is obeyed, not swallowed (issue 27).
+  const std::atomic<int>* stop = nullptr;
 };
 
 /// Whether `type` names an index type ("exact", "flat", "blocked", "hnsw", "ivfpq").

@@ -109,6 +109,7 @@ EvalReport evaluate_checkpoint(const EvalSettings& s, const EvalControl& control
   options.stop = control.stop;
   options.index = s.index;
   options.index.threads = s.threads > 0 ? s.threads : 1;
+  options.index.stop = control.stop;
   const bool normalizes = model.normalizes();
   if (s.dim > 0) {
     if (model.output_dim() > 0) check_prefix_dim(s.dim, model.output_dim(), "--dim");
@@ -127,6 +128,7 @@ EvalReport evaluate_checkpoint(const EvalSettings& s, const EvalControl& control
     bm25.k1 = s.bm25_k1;
     bm25.b = s.bm25_b;
     bm25.index_dir = s.bm25_index;
+    bm25.stop = control.stop;
     report.bm25 = evaluate_bm25(data.corpus, data.queries, set, bm25, s.top_k, log);
   }
   report.data_name = data.name;

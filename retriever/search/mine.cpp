@@ -160,7 +160,8 @@ std::pair<TextEncoder, TextEncoder> load_encoders(const MineSettings& s) {
 
 // The corpus's vectors from an encode directory, checked against the corpus (same ids in the
 // same order) and the queries (same dimension): vectors of another corpus or model are refused.
-at::Tensor encoded_corpus(const std::string& dir, const TextCollection& corpus, int64_t query_dim) {
+at::Tensor encoded_corpus(const std::string& dir, const TextCollection& corpus, int64_t query_dim,
+                          const nlohmann::json& passage_model) {
   Embeddings stored = read_embeddings(dir);
   if (stored.ids != corpus.ids)
     throw std::runtime_error("--embeddings " + dir + " holds " + std::to_string(stored.ids.size()) +
@@ -172,6 +173,12 @@ at::Tensor encoded_corpus(const std::string& dir, const TextCollection& corpus, 
                              ": the vectors come from another model; encode the corpus with this one");
   if (stored.manifest.value("side", "passage") != "passage")
     throw std::runtime_error("--embeddings " + dir + " holds query-side vectors; encode the corpus with --side passage");
+  // manifest.json names the model (checkpoint and step, export file or model directory) that
+  // made the vectors: another model's vectors of the same width are as wrong as another width's.
+  if (stored.manifest.contains("model") && stored.manifest["model"] != passage_model)
+    throw std::runtime_error("--embeddings " + dir + " were made by " + stored.manifest["model"].dump() +
+                             ", not by this passage encoder, " + passage_model.dump() +
+                             ": encode the corpus with this model (gradcache encode), or mine with that one");
   return stored.vectors;
 }
 
@@ -202,8 +209,10 @@ std::vector<MiningQuery> retrieve_dense(const MineSettings& s, const MiningData&
   const auto queries = encode(query_encoder, true, query_texts);
   DenseIndexOptions index_options = s.index;
   index_options.threads = s.threads > 0 ? s.threads : 1;
+  index_options.stop = control.stop;
   const DenseIndex index(s.embeddings.empty() ? encode(passage_encoder, false, data.corpus.texts)
-                                              : encoded_corpus(s.embeddings, data.corpus, queries.size(1)),
+                                              : encoded_corpus(s.embeddings, data.corpus, queries.size(1),
+                                                               passage_encoder.source),
                          index_options);
   if (control.log) control.log("searching with " + index.describe());
   auto out = mining_queries(index.search(queries, k));
@@ -221,6 +230,7 @@ std::vector<MiningQuery> retrieve_bm25(const MineSettings& s, const MiningData& 
   options.k1 = s.bm25_k1;
   options.b = s.bm25_b;
   options.index_dir = s.bm25_index;
+  options.stop = control.stop;
   const Bm25Index index(data.corpus, options, control.log);
   std::vector<std::string> query_texts;
   for (const auto& e : data.examples) query_texts.push_back(e.query);
@@ -284,6 +294,8 @@ namespace gradcache::retriever {
 
 MineReport mine(const MineSettings& s, const MineControl& control) {
   mine_settings().validate(s);
+  if (std::filesystem::is_directory(s.output))  // checked before the work: the rename at the end would fail
+    throw std::runtime_error("--output " + s.output + " is a directory; give the path of the JSONL file to write");
   if (!s.overwrite && std::filesystem::exists(s.output))
     throw std::runtime_error("--output " + s.output + " exists; pass --overwrite to replace it");
   torch::set_num_threads(s.threads > 0 ? static_cast<int>(s.threads) : 1);
@@ -311,6 +323,7 @@ MineReport mine(const MineSettings& s, const MineControl& control) {
   check_enough(s, options, report.stats);
   const std::string lines = mined_jsonl(data, negatives, s.negatives, report.written);
   if (report.written == 0) throw std::runtime_error("--on-short drop: every query fell short; nothing was written");
+  stop_if_signalled(control.stop);  // the last moment: a signal during selection writes nothing
   write_file_atomic(s.output, lines);
   return report;
 }

@@ -62,6 +62,9 @@ void write_file_atomic(const std::string& path, const std::string& bytes) {
 }
 
 std::string read_file(const std::string& path) {
+  std::error_code ignored;  // a directory opens as a stream that reads nothing: say what it is
+  if (std::filesystem::is_directory(path, ignored))
+    throw std::runtime_error("cannot read " + path + ": it is a directory; give a file");
   std::ifstream in(path, std::ios::binary);
   if (!in) throw io_error("cannot read", path);
   std::ostringstream bytes;

@@ -119,6 +119,29 @@ for signal in INT TERM; do
   [ -s "$work/evalsig.out" ] && fail "eval stopped by SIG$signal printed metrics"
 done
 
+# Issue 27: a signal during ranking was swallowed: eval ran on and printed its table. Here the
+# BM25 search of 20000 queries (tens of seconds) is under way when SIGTERM comes: 143, promptly
+# (the time it took is printed), nothing on stdout.
+awk 'BEGIN { for (i = 1; i <= 20000; i++) printf "m%d\tpassage %d about a dog and a cat\n", i, i }' >"$work/many_queries.tsv"
+awk 'BEGIN { for (i = 1; i <= 20000; i++) printf "m%d 0 d%d 1\n", i, i }' >"$work/many_qrels.txt"
+"$bin" eval --checkpoint "$work/run" --corpus "$work/corpus.tsv" --queries "$work/many_queries.tsv" \
+  --qrels "$work/many_qrels.txt" >"$work/ranksig.out" 2>"$work/ranksig.err" &
+pid=$!
+for _ in $(seq 2400); do
+  grep -q "BM25: indexed" "$work/ranksig.err" && break
+  sleep 0.05
+done
+grep -q "BM25: indexed" "$work/ranksig.err" || fail "eval never reached its BM25 search: $(tail -3 "$work/ranksig.err")"
+sent=$(date +%s.%N)
+kill -TERM "$pid"
+wait "$pid"
+status=$?
+took=$(python3 -c "import sys; print(round(float(sys.argv[2]) - float(sys.argv[1]), 2))" "$sent" "$(date +%s.%N)")
+expect_status 143 "$status" "eval stopped by SIGTERM during the BM25 search"
+python3 -c "import sys; sys.exit(float(sys.argv[1]) > 5)" "$took" || fail "eval took $took s to stop after SIGTERM during the BM25 search"
+echo "eval stopped $took s after SIGTERM during the BM25 search"
+[ -s "$work/ranksig.out" ] && fail "eval stopped during the BM25 search printed metrics"
+
 # One query per batch with hard negatives is a loss (without them it is refused above), but
 # with no in-batch negatives: a warning.
 printf 'a cat\ta small feline\ta large truck\na dog\ta barking pet\ta tall tree\n' >"$work/negatives.tsv"
@@ -154,6 +177,18 @@ grep -q '"batch_size": 128' "$work/cfg/config.json" || fail "the config file's b
 grep -q '"chunk_size": 32' "$work/cfg/config.json" || fail "--chunk-size did not override the config file"
 grep -q '"steps": 3' "$work/cfg/config.json" || fail "the config file's max_steps was not read as steps"
 grep -q '"max_steps" is now "steps"' "$work/cfg.err" || fail "no notice for the former key max_steps"
+# Issue 27: --dist-timeout 0 printed a double's range, ~300 digits.
+"$bin" train --dist-timeout 0 >/dev/null 2>"$work/timeout.err"
+expect_status 2 $? "--dist-timeout 0"
+grep -q "more than 0 and at most 604800" "$work/timeout.err" && [ "$(wc -c <"$work/timeout.err")" -lt 400 ] ||
+  fail "no short message for --dist-timeout 0: $(head -c 400 "$work/timeout.err")"
+# Issue 27: --layers 0 trained an encoder without layers, with exit 0.
+"$bin" train --quick --layers 0 --output "$work/nolayers" >/dev/null 2>"$work/layers.err"
+[ $? != 0 ] && grep -q "must be at least 1" "$work/layers.err" || fail "--layers 0 was accepted: $(cat "$work/layers.err")"
+[ -e "$work/nolayers" ] && fail "a refused --layers 0 left an output directory"
+# Issue 27: a directory as --config said "unexpected end of input".
+"$bin" train --config "$work" >/dev/null 2>"$work/configdir.err"
+[ $? != 0 ] && grep -q "is a directory" "$work/configdir.err" || fail "no message for --config DIR: $(cat "$work/configdir.err")"
 echo '{"batch_sise": 128}' >"$work/typo.json"
 "$bin" train --config "$work/typo.json" >/dev/null 2>"$work/typo.err"
 expect_status 2 $? "a config file with an unknown key"

@@ -98,6 +98,15 @@ expect_status 0 $? "training an 8-wide run"
   --output "$work/x.jsonl" >/dev/null 2>"$work/dim.err"
 expect_status 1 $? "mine --embeddings of another dimension"
 grep -q "has dimension 16 but the model's queries have 8" "$work/dim.err" || fail "no message for another dimension"
+# Issue 27: vectors of another model of the same width were taken; the manifest names the model.
+"$bin" train "${tiny_flags[@]}" --steps 1 --output "$work/run_b" >/dev/null 2>"$work/run_b.err"
+expect_status 0 $? "training a second tiny run"
+"$bin" mine --run "$work/run_b" --train-file "$work/train.tsv" --corpus "$work/corpus.tsv" --embeddings "$work/emb" \
+  --negatives 3 --depth 2:30 --output "$work/x.jsonl" >/dev/null 2>"$work/othermodel.err"
+expect_status 1 $? "mine --embeddings made by another model"
+grep -q "were made by .*run/checkpoint.pt.*not by this passage encoder.*run_b/checkpoint.pt" "$work/othermodel.err" ||
+  fail "no message naming both models: $(cat "$work/othermodel.err")"
+[ -e "$work/x.jsonl" ] && fail "a refused mine wrote its output"
 
 # BM25 (no margin: it has no dense scores) and an exported model mine the same way.
 "$bin" mine --bm25 --train-file "$work/train.tsv" --negatives 3 --depth 2:30 --output "$work/bm25.jsonl" \
@@ -125,6 +134,11 @@ cp "$work/mined.jsonl" "$work/kept.jsonl"
 expect_status 1 $? "mine over an existing output"
 grep -q -- "--overwrite" "$work/exists.err" || fail "no --overwrite hint"
 cmp -s "$work/mined.jsonl" "$work/kept.jsonl" || fail "an existing output was changed without --overwrite"
+# Issue 27: a directory as --output said "cannot rename ...: Is a directory" after the work.
+mkdir -p "$work/outdir"
+"${mine[@]}" --output "$work/outdir" --overwrite >/dev/null 2>"$work/outdir.err"
+expect_status 1 $? "mine --output DIR"
+grep -q "is a directory; give the path of the JSONL file" "$work/outdir.err" || fail "no message for --output DIR: $(cat "$work/outdir.err")"
 "$bin" mine --run "$work/run" --train-file "$work/train.tsv" --negatives 50 --depth 2:30 \
   --output "$work/short.jsonl" >/dev/null 2>"$work/short.err"
 expect_status 1 $? "more negatives than the ranks hold"

@@ -2,11 +2,15 @@
 // empty queries, and a named index directory reused for the same corpus and rebuilt otherwise.
 #include "retriever/search/bm25.h"
 
+#include "retriever/model/encode_all.h"
+
 #include <ATen/ATen.h>
 #include <gtest/gtest.h>
 
 #include <unistd.h>
 
+#include <atomic>
+#include <csignal>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -66,6 +70,30 @@ TEST(Bm25Test, QueryTextIsNeverSyntaxAndEmptyQueriesReturnNothing) {
   for (int64_t q : {5, 6, 7}) EXPECT_TRUE(top.indices[q].eq(-1).all().item<bool>()) << queries[q];
   EXPECT_EQ(first(top, 9), 3);
   EXPECT_THROW(index.search({"x"}, 0), std::invalid_argument);
+}
+
+// Issue 27: a signal during BM25 indexing or search was swallowed (the ranking ran to the end).
+// With the stop flag set, each throws StoppedBySignal and a named index is not left half built.
+TEST(Bm25Test, ASignalStopsIndexingAndSearchingAndLeavesNoIndex) {
+  const fs::path dir = fs::temp_directory_path() / ("gradcache-bm25-stop-" + std::to_string(getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  std::atomic<int> stop{SIGTERM};
+  Bm25Options options;
+  options.index_dir = (dir / "index").string();
+  options.stop = &stop;
+  EXPECT_THROW(Bm25Index(tiny_corpus(), options), StoppedBySignal);
+  EXPECT_TRUE(fs::is_empty(dir)) << "a stopped build left " << fs::directory_iterator(dir)->path();
+  stop = 0;
+  const Bm25Index index(tiny_corpus(), options);
+  stop = SIGINT;
+  try {
+    index.search({"aardvark"}, 1);
+    ADD_FAILURE() << "a search with the stop flag set ran";
+  } catch (const StoppedBySignal& e) {
+    EXPECT_EQ(e.signal(), SIGINT);
+  }
+  fs::remove_all(dir);
 }
 
 TEST(Bm25Test, TemporaryIndexIsRemoved) {

@@ -129,6 +129,10 @@ TEST(Qrels, BadLines) {
   expect_data_error([&] { read_qrels(trec_header); }, trec_header, 1, "'rel' is not an integer");
   const auto two_fields = dir.write("two.txt", "q1 d1\n");
   expect_data_error([&] { read_qrels(two_fields); }, two_fields, 1, "expected 4 fields (TREC");
+  // Issue 27: a TREC line missing its grade was taken for a header, leaving "no judgements".
+  const auto no_grade = dir.write("no_grade.txt", "q1 0 d1\n");
+  expect_data_error([&] { read_qrels(no_grade); }, no_grade, 1, "the relevance grade 'd1' is not an integer");
+  expect_data_error([&] { read_qrels(no_grade); }, no_grade, 1, "a TREC line has 4: qid 0 docid rel");
   const auto header_only = dir.write("header.tsv", "query-id\tcorpus-id\tscore\n");
   expect_data_error([&] { read_qrels(header_only); }, header_only, 0, "no judgements");
   const auto missing = dir.path("none.tsv");

@@ -2,12 +2,16 @@
 // approximate indexes find most of the exact neighbours, and bad parameters are refused clearly.
 #include "retriever/data/task.h"
 #include "retriever/search/dense_index.h"
+#include "retriever/model/encode_all.h"
 #include "retriever/search/evaluate_run.h"
 #include "retriever/search/exact_top_k.h"
 #include "retriever/search/metrics.h"
 
 #include <ATen/ATen.h>
 #include <gtest/gtest.h>
+
+#include <atomic>
+#include <csignal>
 
 #include <filesystem>
 #include <functional>
@@ -143,6 +147,12 @@ TEST(DenseIndexTest, BadParametersGiveClearErrors) {
   DenseIndexOptions h = of_type("hnsw");
   h.hnsw_m = 1;
   expect_error([&] { DenseIndex(docs, h); }, "--hnsw-m");
+  // Issue 27: a huge M grew to 24 GB before anything said no; refused before FAISS allocates.
+  h.hnsw_m = 999999999999;
+  expect_error([&] { DenseIndex(docs, h); }, "--hnsw-m must be at most");
+  h.hnsw_m = 8;
+  h.ef_search = int64_t{1} << 40;
+  expect_error([&] { DenseIndex(docs, h); }, "must be at most 65536");
   for (const char* type : {"flat", "hnsw", "blocked"}) {
     const DenseIndex index(docs, of_type(type));
     expect_error([&] { index.search(at::randn({3, 16}), 5); }, "queries have 16 dimensions but the index holds 24");
@@ -151,6 +161,23 @@ TEST(DenseIndexTest, BadParametersGiveClearErrors) {
   at::Tensor bad = at::randn({10, 8});
   bad[3][2] = std::numeric_limits<float>::quiet_NaN();
   expect_error([&] { DenseIndex(bad, of_type("flat")); }, "NaN");
+}
+
+// Issue 27: a signal during dense search was swallowed. With the stop flag set, building and
+// searching throw StoppedBySignal, for every index type.
+TEST(DenseIndexTest, ASignalStopsBuildingAndSearching) {
+  const at::Tensor docs = at::randn({300, 24}), queries = at::randn({5, 24});
+  for (const char* type : {"flat", "hnsw", "blocked", "exact"}) {
+    std::atomic<int> stop{0};
+    DenseIndexOptions options = of_type(type);
+    options.stop = &stop;
+    const DenseIndex index(docs, options);
+    stop = SIGTERM;
+    EXPECT_THROW(index.search(queries, 3), StoppedBySignal) << type;
+    if (std::string(type) != "blocked" && std::string(type) != "exact") {
+      EXPECT_THROW(DenseIndex(docs, options), StoppedBySignal) << type;
+    }
+  }
 }
 
 TEST(DenseIndexTest, EvalFlagsSetTheIndexOptions) {

@@ -15,6 +15,7 @@
 
 #include <atomic>
 #include <csignal>
+#include <tuple>
 
 using namespace train_test;
 
@@ -111,6 +112,62 @@ TEST(Export, ReproducesTiedAndUntiedRuns) {
     settings.overwrite = true;
     EXPECT_EQ(error_of([&] { gr::export_run(settings); }), "");
   }
+}
+
+// Issue 27: exports are checked as checkpoints are. Each damaged or mismatched export is refused
+// by load_exported_encoder (what encode and mine --model call) with a message naming the file,
+// where before each loaded and gave wrong vectors or NaN with exit 0.
+TEST(Export, DamagedOrMismatchedExportsAreRefused) {
+  TempDir dir;
+  write_task(dir);
+  auto config = tiny_config(dir);
+  config.training.steps = 1;
+  gr::train(config, quiet());
+  gr::ExportSettings settings;
+  settings.run = config.output.dir;
+  settings.output = dir / "export";
+  gr::export_run(settings);
+  const std::string json_path = settings.output + "/export.json", model_path = settings.output + "/model.pt";
+  const std::string good_json = gr::read_file(json_path), good_model = gr::read_file(model_path);
+  auto refused = [&](const std::string& expected) {
+    const std::string error = error_of([&] { gr::load_exported_encoder(settings.output, "query"); });
+    EXPECT_NE(error.find(expected), std::string::npos) << "expected \"" << expected << "\", got: " << error;
+    EXPECT_EQ(error.find("frame #"), std::string::npos) << "a LibTorch backtrace reached the message: " << error;
+  };
+  EXPECT_EQ(error_of([&] { gr::load_exported_encoder(settings.output, "query"); }), "");
+  for (const auto& [key, value, expected] :
+       std::vector<std::tuple<std::string, nlohmann::json, std::string>>{
+           {"version", 99, "\"version\" 99 is not 1"},
+           {"dim", 8, "export.json says dim 8"},
+           {"dim", 0, "\"dim\" 0 is not a width"},
+           {"query_max_len", -1, "\"query_max_len\" -1 is not a number of tokens"},
+           {"passage_max_len", 99999999999, "is not a number of tokens"},
+           {"prefix_dim", 64, "\"prefix_dim\" 64 is not the export's width"}}) {
+    auto edited = nlohmann::json::parse(good_json);
+    edited[key] = value;
+    gr::write_file_atomic(json_path, edited.dump());
+    refused(expected);
+  }
+  gr::write_file_atomic(json_path, good_json);
+  // Bytes flipped through the archive: those inside entries (tensors, code) fail their CRC-32.
+  std::string flipped = good_model;
+  for (size_t i = 1; i <= 5; ++i) flipped[flipped.size() * i / 6] ^= 0x40;
+  gr::write_file_atomic(model_path, flipped);
+  refused("is damaged");
+  gr::write_file_atomic(model_path, "not a zip archive at all");
+  refused("is damaged");
+  gr::write_file_atomic(model_path, good_model);
+  // The tokenizer of a run with more pieces than this model's embedding has rows.
+  auto small = tiny_config(dir);
+  small.tokenizer.vocab_size = 32;  // the fewest the texts allow (their characters)
+  small.training.steps = 1;
+  small.output.dir = dir / "small";
+  gr::train(small, quiet());
+  settings.run = small.output.dir;
+  settings.output = dir / "small_export";
+  gr::export_run(settings);
+  gr::write_file_atomic(settings.output + "/tokenizer.model", gr::read_file(config.output.dir + "/tokenizer.model"));
+  refused("cannot encode the ids of its tokenizer.model");
 }
 
 TEST(Npy, RoundTripsFloat32AndFloat16) {

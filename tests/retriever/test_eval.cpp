@@ -198,6 +198,11 @@ TEST_F(TokenizerTest, MissingOrCorruptModelFile) {
   const std::string missing = path_in_dir("missing.model");
   expect_error<std::runtime_error>([&] { Tokenizer::load(missing); }, {missing, "does not exist"});
 
+  // Issue 27: a directory was read as an empty model ("is empty").
+  const std::string folder = path_in_dir("folder.model");
+  std::filesystem::create_directories(folder);
+  expect_error<std::runtime_error>([&] { Tokenizer::load(folder); }, {folder, "is a directory"});
+
   const std::string corrupt = path_in_dir("corrupt.model");
   std::ofstream(corrupt, std::ios::binary) << "this is not a sentencepiece model";
   expect_error<std::runtime_error>([&] { Tokenizer::load(corrupt); }, {corrupt, "not a valid"});

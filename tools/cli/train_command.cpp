@@ -49,7 +49,14 @@ void add_run_flags(CLI::App& cmd, RunFlags& flags) {
   dist->add_option("--dist-timeout", flags.dist_timeout,
                    "Seconds a process waits for the others before it gives up with an error")
       ->capture_default_str()
-      ->check(CLI::PositiveNumber);
+      ->check([](const std::string& value) -> std::string {
+        // CLI::PositiveNumber's message printed the range of a double, ~300 digits; and the
+        // seconds become milliseconds in an int64, so they are bounded (a week is plenty).
+        double seconds = 0;
+        if (!CLI::detail::lexical_cast(value, seconds) || !(seconds > 0) || seconds > 604800)
+          return "--dist-timeout " + value + ": give seconds, more than 0 and at most 604800 (a week)";
+        return "";
+      });
 }
 
 // defaults < --config file < the flags given. Throws SettingsError naming the file or flag.
