@@ -346,7 +346,7 @@ def ours_run(args, work, batch, mode, extra):
                 continue
             s = r["seconds"]
             records.append({"step": r["step"] - 1, "seconds": batch / r["pairs_per_s"], "tokenize": 0.0,
-                            "collate": s["collate"], "forward": s["forward"], "loss_s": s["loss"],
+                            "collate": s["collate"], "forward": s["forward"], "loss_s": s["loss_step"],
                             "backward": s["backward"], "update": s["update"], "loss": r["loss"],
                             "peak_rss_mb": r["peak_rss_mb"]})
     if tokenized:  # once at load, for every text of the file: its share of one batch

@@ -125,7 +125,7 @@ void RunDirectory::append_metrics(const StepRecord& r) {
                              {"seconds",
                               {{"collate", r.collate_s},
                                {"forward", r.forward_s},
-                               {"loss", r.loss_s},
+                               {"loss_step", r.loss_s},  // not "loss": one key of that name per line
                                {"backward", r.backward_s},
                                {"update", r.update_s}}}}
                   .dump());
