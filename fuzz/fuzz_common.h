@@ -14,9 +14,11 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <string>
 #include <string_view>
@@ -45,6 +47,37 @@ inline const std::string& write_input(const uint8_t* data, size_t size, const st
   out.write(reinterpret_cast<const char*>(data), static_cast<std::streamsize>(size));
   if (!out) std::abort();
   return path;
+}
+
+/// A scratch directory per process (in /dev/shm when there is one), emptied, holding the files
+/// an input describes: entries of [1 byte: name length][name][4 bytes, little-endian: size]
+/// [bytes], to the end of the input (a truncated entry keeps what there is). Entries whose name
+/// is not a plain file name are skipped; a later entry of the same name replaces an earlier one.
+/// fuzz/pack_directory.py packs a real directory so (the seeds of the directory targets).
+inline const std::string& write_directory(const uint8_t* data, size_t size) {
+  namespace fs = std::filesystem;
+  static const std::string dir = [] {
+    const std::string path = scratch_path(".dir");
+    fs::create_directories(path);
+    return path;
+  }();
+  for (const auto& entry : fs::directory_iterator(dir)) fs::remove_all(entry.path());
+  size_t at = 0;
+  while (at < size) {
+    const size_t name_size = std::min<size_t>(data[at++], size - at);
+    std::string name(reinterpret_cast<const char*>(data + at), name_size);
+    at += name_size;
+    uint32_t bytes = 0;
+    for (int i = 0; i < 4 && at < size; ++i) bytes |= static_cast<uint32_t>(data[at++]) << (8 * i);
+    const size_t length = std::min<size_t>(bytes, size - at);
+    if (!name.empty() && name != "." && name != ".." && name.find_first_of(std::string("/\0", 2)) == std::string::npos) {
+      std::ofstream out(fs::path(dir) / name, std::ios::binary | std::ios::trunc);
+      out.write(reinterpret_cast<const char*>(data + at), static_cast<std::streamsize>(length));
+      if (!out) std::abort();
+    }
+    at += length;
+  }
+  return dir;
 }
 
 /// Aborts (a libFuzzer crash, with the input saved) when `condition` is false.

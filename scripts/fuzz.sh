@@ -49,7 +49,7 @@ for target in $targets; do
     *) [ -f "$root/fuzz/$target.dict" ] && dict=(-dict="$root/fuzz/$target.dict") ;;
   esac
   max_len=8192  # text files: a few lines; checkpoints: the seed (a tiny model, 291 KB: its tokenizer)
-  [ "$target" = checkpoint ] && max_len=400000
+  case $target in checkpoint | export) max_len=400000 ;; esac  # an export's seed: 274 KB, the tokenizer
   log=$work/fuzz_$target.log
   echo "== fuzz_$target for $seconds s (log: $log)"
   # -timeout: an input taking over 10 s is a hang; -rss_limit_mb: more than 2 GB is a blow-up.

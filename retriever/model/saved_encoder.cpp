@@ -2,6 +2,7 @@
 
 #include "retriever/run/atomic_file.h"
 #include "retriever/run/checkpoint.h"
+#include "retriever/run/plain_file_name.h"
 #include "retriever/run/zip_integrity.h"
 
 #include <torch/torch.h>
@@ -97,7 +98,7 @@ TextEncoder load_exported_encoder(const std::string& dir, const std::string& sid
   if (!fs::exists(manifest_path, ignored))
     throw std::runtime_error("--model " + dir + ": no export.json (not a directory written by gradcache export)");
   nlohmann::json manifest;
-  std::string file;
+  std::string file, tokenizer_file;
   int64_t query_len = 0, passage_len = 0, dim = 0;
   bool normalize = false;
   try {
@@ -110,7 +111,14 @@ TextEncoder load_exported_encoder(const std::string& dir, const std::string& sid
                                (side == "query" ? "passage" : "query") + "?); export the run again");
     if (manifest.value("version", 1) != 1)
       throw std::runtime_error("\"version\" " + manifest["version"].dump() + " is not 1, the one this program reads");
-    file = (fs::path(dir) / models.at(side).get<std::string>()).string();
+    auto part = [&](const nlohmann::json& name) {  // a file of the export, in its directory
+      const std::string plain = name.get<std::string>();
+      if (!is_plain_file_name(plain))
+        throw std::runtime_error("\"" + plain + "\" is not a file name in the export's directory");
+      return (fs::path(dir) / plain).string();
+    };
+    file = part(models.at(side));
+    tokenizer_file = part(manifest.value("tokenizer", nlohmann::json("tokenizer.model")));
     query_len = max_len_of(manifest, "query_max_len");
     passage_len = max_len_of(manifest, "passage_max_len");
     normalize = manifest.at("normalize").get<bool>();
@@ -123,7 +131,7 @@ TextEncoder load_exported_encoder(const std::string& dir, const std::string& sid
   } catch (const std::exception& e) {
     throw std::runtime_error(manifest_path + ": " + e.what());
   }
-  auto tokenizer = Tokenizer::load((fs::path(dir) / manifest.value("tokenizer", "tokenizer.model")).string());
+  auto tokenizer = Tokenizer::load(tokenizer_file);
   // LibTorch's zip reader checks no CRC: a flipped byte inside a tensor would load (issue 27).
   const std::string bytes = read_file(file);
   if (const auto damage = find_zip_damage(bytes))

@@ -2,9 +2,11 @@
 
 #include "retriever/run/atomic_file.h"
 #include "retriever/run/npy.h"
+#include "retriever/run/plain_file_name.h"
 
 #include <torch/torch.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
 #include <sstream>
@@ -28,6 +30,8 @@ std::string shard_name(const char* stem, size_t index, const char* extension) {
   throw EmbeddingsError(where + ": " + what);
 }
 
+void check_manifest(const nlohmann::json& manifest, const std::string& path);
+
 nlohmann::json read_manifest(const std::string& dir) {
   const std::string path = (fs::path(dir) / "manifest.json").string();
   std::error_code error;
@@ -41,19 +45,39 @@ nlohmann::json read_manifest(const std::string& dir) {
   } catch (const nlohmann::json::exception& e) {
     fail(path, std::string("malformed JSON: ") + e.what());
   }
+  try {
+    check_manifest(manifest, path);
+  } catch (const nlohmann::json::exception& e) {  // a key of the wrong type
+    fail(path, std::string("not a manifest of gradcache embeddings: ") + e.what());
+  }
+  return manifest;
+}
+
+// A shard's file: a plain name in the directory (a manifest cannot send the reader elsewhere).
+std::string shard_file(const std::string& dir, const nlohmann::json& name, const std::string& manifest) {
+  const std::string file = name.get<std::string>();
+  if (!is_plain_file_name(file))
+    fail(manifest, "shard file \"" + file + "\" is not a file name in the directory");
+  return (fs::path(dir) / file).string();
+}
+
+// The manifest's layout (embeddings.h), with sizes that fit in memory's arithmetic.
+void check_manifest(const nlohmann::json& manifest, const std::string& path) {
   if (!manifest.is_object() || manifest.value("format", "") != kFormat)
     fail(path, std::string("not a manifest of gradcache embeddings (\"format\" is not \"") + kFormat + "\")");
   if (manifest.value("version", 0) != kVersion)
     fail(path, "version " + manifest.value("version", nlohmann::json()).dump() + " is not supported (expected " +
                    std::to_string(kVersion) + ")");
-  auto count = [&](const nlohmann::json& object, const char* key, const std::string& where) {
+  // At most 2^40 rows and 2^20 dimensions: their products and sums cannot overflow.
+  auto count = [&](const nlohmann::json& object, const char* key, const std::string& where, int64_t most) {
     const auto it = object.find(key);
-    if (it == object.end() || !it->is_number_integer() || it->get<int64_t>() < 0)
-      fail(where, std::string("\"") + key + "\" must be a non-negative integer");
+    if (it == object.end() || !it->is_number_integer() || it->get<int64_t>() < 0 || it->get<int64_t>() > most)
+      fail(where, std::string("\"") + key + "\" must be an integer from 0 to " + std::to_string(most));
     return it->get<int64_t>();
   };
-  count(manifest, "rows", path);
-  count(manifest, "dim", path);
+  constexpr int64_t kMostRows = int64_t{1} << 40, kMostDim = int64_t{1} << 20;
+  count(manifest, "rows", path, kMostRows);
+  count(manifest, "dim", path, kMostDim);
   const auto dtype = manifest.value("dtype", "");
   if (dtype != "float32" && dtype != "float16") fail(path, "\"dtype\" must be \"float32\" or \"float16\"");
   if (!manifest.contains("shards") || !manifest["shards"].is_array()) fail(path, "\"shards\" must be a list");
@@ -62,11 +86,11 @@ nlohmann::json read_manifest(const std::string& dir) {
     if (!shard.is_object() || !shard.value("embeddings", nlohmann::json()).is_string() ||
         !shard.value("ids", nlohmann::json()).is_string())
       fail(path, "each shard must be {\"embeddings\": file, \"ids\": file, \"rows\": n}");
-    rows += count(shard, "rows", path);
+    rows += count(shard, "rows", path, kMostRows);
+    if (rows > kMostRows) fail(path, "the shards hold more than " + std::to_string(kMostRows) + " rows");
   }
   if (rows != manifest["rows"].get<int64_t>())
     fail(path, "the shards hold " + std::to_string(rows) + " rows, but \"rows\" says " + manifest["rows"].dump());
-  return manifest;
 }
 
 std::vector<std::string> read_ids(const std::string& path) {
@@ -122,12 +146,25 @@ Embeddings read_embeddings(const std::string& dir) {
   out.manifest = read_manifest(dir);
   const int64_t rows = out.manifest["rows"], dim = out.manifest["dim"];
   const auto dtype = out.manifest["dtype"] == "float16" ? torch::kFloat16 : torch::kFloat32;
+  const std::string manifest_path = (fs::path(dir) / "manifest.json").string();
+  // Memory is taken only for what the shard files can hold: a manifest that claims more rows
+  // than its files have bytes for is refused before anything is allocated.
+  for (const auto& shard : out.manifest["shards"]) {
+    const std::string npy = shard_file(dir, shard["embeddings"], manifest_path);
+    std::error_code error;
+    const auto bytes = fs::file_size(npy, error);
+    const int64_t needed = shard["rows"].get<int64_t>() * dim * (dtype == torch::kFloat16 ? 2 : 4);
+    if (error) fail(npy, "cannot be read (" + error.message() + "): the embeddings directory is incomplete");
+    if (static_cast<uintmax_t>(needed) > bytes)
+      fail(npy, std::to_string(bytes) + " bytes cannot hold the " + shard["rows"].dump() + " x " +
+                    std::to_string(dim) + " " + dtype_name(dtype) + " values manifest.json says it has");
+  }
   out.vectors = torch::empty({rows, dim}, torch::kFloat32);
-  out.ids.reserve(static_cast<size_t>(rows));
+  out.ids.reserve(static_cast<size_t>(std::min<int64_t>(rows, 1 << 20)));
   int64_t row = 0;
   for (const auto& shard : out.manifest["shards"]) {
-    const std::string npy = (fs::path(dir) / shard["embeddings"].get<std::string>()).string();
-    const std::string id_file = (fs::path(dir) / shard["ids"].get<std::string>()).string();
+    const std::string npy = shard_file(dir, shard["embeddings"], manifest_path);
+    const std::string id_file = shard_file(dir, shard["ids"], manifest_path);
     const int64_t n = shard["rows"];
     at::Tensor vectors;
     try {

@@ -112,6 +112,8 @@ at::Tensor read_npy(const std::string& path) {
   in.read(reinterpret_cast<char*>(length_bytes), static_cast<std::streamsize>(length_size));
   uint64_t dict_size = 0;
   for (size_t i = length_size; i-- > 0;) dict_size = dict_size << 8 | length_bytes[i];
+  std::error_code no_size;  // a header length past the end of the file is a lie, not an allocation
+  if (dict_size > std::filesystem::file_size(path, no_size) || no_size) fail(path, "the .npy header is truncated");
   std::string dict(dict_size, '\0');
   in.read(dict.data(), static_cast<std::streamsize>(dict_size));
   if (!in) fail(path, "the .npy header is truncated");

@@ -1,6 +1,9 @@
 #include "retriever/run/run_directory.h"
 
 #include "retriever/run/atomic_file.h"
+#include "retriever/run/staged_directory.h"
+
+#include <unistd.h>
 
 #include <cerrno>
 #include <cstring>
@@ -12,6 +15,21 @@ namespace retriever {
 namespace fs = std::filesystem;
 namespace {
 
+constexpr const char* kReplacedPrefix = ".replaced-";
+
+// The settings in which two configs differ in what a run computes, a line each ("" if none).
+std::string differing_settings(const TrainConfig& saved, const TrainConfig& other, const std::string& now) {
+  const auto a = resume_invariant(saved), b = resume_invariant(other);
+  std::string differences;
+  for (const auto& item : a.items()) {
+    if (b.at(item.key()) != item.value()) {
+      differences += "\n  " + item.key() + ": checkpoint has " + item.value().dump() + ", " + now + " " +
+                     b.at(item.key()).dump();
+    }
+  }
+  return differences;
+}
+
 // Refuses a resume whose settings would compute something else than the original run.
 void check_resume_compatible(const TrainConfig& saved, TrainConfig requested, const std::string& path) {
   if (requested.encoder.torchscript.empty())
@@ -20,13 +38,7 @@ void check_resume_compatible(const TrainConfig& saved, TrainConfig requested, co
     requested.batching.chunk_size = saved.batching.chunk_size;
     requested.batching.passage_chunk_size = saved.batching.passage_chunk_size;
   }
-  const auto a = resume_invariant(saved), b = resume_invariant(requested);
-  std::string differences;
-  for (const auto& item : a.items()) {
-    if (b.at(item.key()) != item.value()) {
-      differences += "\n  " + item.key() + ": checkpoint has " + item.value().dump() + ", now " + b.at(item.key()).dump();
-    }
-  }
+  const std::string differences = differing_settings(saved, requested, "now");
   if (!differences.empty()) {
     throw std::invalid_argument("cannot resume " + path + " with different settings (a resumed run must compute "
                                 "what the original would have):" + differences +
@@ -78,19 +90,70 @@ RunDirectory::RunDirectory(const TrainConfig& config, bool writer)
       metrics_elsewhere_(!config.output.metrics_out.empty()),
       writer_(writer) {}
 
+RunDirectory::~RunDirectory() {
+  restore_replaced();
+  std::error_code ignored;
+  for (const auto& file : scratch_) fs::remove(file, ignored);
+}
+
+std::string RunDirectory::scratch_path(const std::string& name) {
+  scratch_.push_back((fs::temp_directory_path() / ("gradcache-" + std::to_string(::getpid()) + "-" + name)).string());
+  return scratch_.back();
+}
+
+std::vector<std::string> RunDirectory::run_files() const {
+  std::vector<std::string> names{"checkpoint.pt", "best.pt",      "config.json", "tokenizer.model",
+                                 "tokenizer.json", "summary.json", "curves.png"};
+  if (!metrics_elsewhere_) names.push_back("metrics.jsonl");  // --metrics-out is the user's file
+  return names;
+}
+
+std::vector<std::string> RunDirectory::stale_replaced() const {
+  std::vector<fs::path> dead;
+  std::error_code error;
+  for (fs::directory_iterator it(output_, error), end; !error && it != end; it.increment(error)) {
+    if (names_dead_process(it->path().filename().string(), kReplacedPrefix)) dead.push_back(it->path());
+  }
+  std::vector<std::string> stale;
+  for (const auto& dir : dead) {
+    std::error_code ignored;  // a run without a checkpoint (killed before its first) is nothing to keep
+    if (fs::exists(dir / "checkpoint.pt", ignored)) {
+      stale.push_back(dir.string());
+    } else if (writer_) {
+      fs::remove_all(dir, ignored);
+    }
+  }
+  return stale;
+}
+
 void RunDirectory::start(bool overwrite) {
   if (fs::exists(checkpoint_path_) && !overwrite) {
     throw std::invalid_argument(output_ + " already holds a training run (checkpoint.pt). Pass --resume to "
                                 "continue it, --overwrite to start again, or choose another --output.");
   }
   if (!writer_) return;
+  const auto stale = stale_replaced();
+  if (!stale.empty() && !overwrite) {
+    throw std::invalid_argument(stale.front() + " holds the files of a run that a killed `train --overwrite` was "
+                                "replacing (it was stopped before its first checkpoint). To get that run back: mv -f " +
+                                stale.front() + "/* " + output_ + "/ && rmdir " + stale.front() +
+                                "; to discard it, pass --overwrite (or choose another --output).");
+  }
   if (metrics_elsewhere_) check_metrics_path(metrics_path_);
   fs::create_directories(output_);
   fresh_metrics_ = true;
 }
 
 CheckpointInfo RunDirectory::resume(const TrainConfig& requested, int world_size) {
+  const auto stale = stale_replaced();
   if (!fs::exists(checkpoint_path_)) {
+    if (!stale.empty()) {
+      throw std::invalid_argument("--resume: " + output_ + " holds no checkpoint.pt: a `train --overwrite` there was "
+                                  "killed before its first checkpoint, and the run it was replacing is in " +
+                                  stale.front() + ". To resume that run, move its files back first: mv -f " +
+                                  stale.front() + "/* " + output_ + "/ && rmdir " + stale.front() +
+                                  "; or start anew with --overwrite.");
+    }
     throw std::invalid_argument("--resume: " + output_ + " holds no checkpoint.pt to resume from");
   }
   auto info = read_checkpoint_info(checkpoint_path_);
@@ -99,16 +162,108 @@ CheckpointInfo RunDirectory::resume(const TrainConfig& requested, int world_size
                                 " process(es); resume it with as many (now " + std::to_string(world_size) + ")");
   }
   check_resume_compatible(info.config, requested, checkpoint_path_);
+  check_files_of(info);
   if (writer_ && metrics_elsewhere_) check_metrics_path(metrics_path_);
   if (writer_) truncate_metrics(metrics_path_, info.progress.step);
+  std::error_code ignored;  // a replacement killed after its first checkpoint: that is this one
+  for (const auto& dir : stale) {
+    if (writer_) fs::remove_all(dir, ignored);
+  }
   return info;
 }
 
-std::string RunDirectory::path(const std::string& name) const { return (fs::path(output_) / name).string(); }
-
-void RunDirectory::remove(const std::string& name) const {
-  if (writer_) fs::remove(path(name));
+// Files of another run beside the checkpoint (left by versions before the claim, or put there
+// by hand) would make the resumed run's config.json or tokenizer lie about its model.
+void RunDirectory::check_files_of(const CheckpointInfo& info) const {
+  const auto refuse = [&](const std::string& name, const std::string& why) {
+    throw std::invalid_argument("cannot resume " + output_ + ": its " + name + " is not from the run that saved " +
+                                "checkpoint.pt (" + why + "): the directory mixes two runs' files. Start a new run " +
+                                "there with --overwrite, or choose another --output.");
+  };
+  const std::string config = path("config.json");
+  if (fs::exists(config)) {
+    TrainConfig saved;
+    try {
+      saved = read_saved_config(nlohmann::json::parse(read_file(config)));
+    } catch (const std::exception& e) {
+      refuse("config.json", std::string("it cannot be read: ") + e.what());
+    }
+    const std::string differences = differing_settings(info.config, saved, "config.json has");
+    if (!differences.empty()) refuse("config.json", "they differ in" + differences + "\n");
+  }
+  for (const char* name : {"tokenizer.model", "tokenizer.json"}) {
+    if (fs::exists(path(name)) && read_file(path(name)) != info.tokenizer)
+      refuse(name, "the checkpoint holds another tokenizer");
+  }
 }
+
+void RunDirectory::claim(const std::vector<std::pair<std::string, std::string>>& files) {
+  if (!writer_) return;
+  std::vector<std::pair<std::string, std::string>> staged;  // (temporary, final)
+  std::error_code ignored;
+  auto remove_staged = [&] {
+    for (const auto& file : staged) fs::remove(file.first, ignored);
+  };
+  try {  // a full disk fails here, before anything of the old run is touched
+    for (const auto& [name, content] : files) staged.emplace_back(write_temporary_file(path(name), content), path(name));
+  } catch (...) {
+    remove_staged();
+    throw;
+  }
+  for (const auto& dir : stale_replaced()) fs::remove_all(dir, ignored);  // start() allowed it: --overwrite
+  const std::string aside = path(kReplacedPrefix + std::to_string(::getpid()));
+  fs::remove_all(aside, ignored);  // a killed process's that had this pid
+  for (const auto& name : run_files()) {
+    if (!fs::exists(fs::symlink_status(path(name), ignored))) continue;
+    std::error_code error;
+    if (replaced_.empty() && (fs::create_directory(aside, error), !error)) replaced_ = aside;
+    if (!error) fs::rename(path(name), fs::path(aside) / name, error);
+    if (error) {
+      restore_replaced();
+      remove_staged();
+      throw std::runtime_error("cannot move the earlier run's " + path(name) + " aside to " + aside + ": " +
+                               error.message() + "; its files are as they were. Remove them yourself, or choose "
+                               "another --output.");
+    }
+  }
+  for (size_t i = 0; i < staged.size(); ++i) {
+    try {
+      commit_file(staged[i].first, staged[i].second);
+    } catch (...) {
+      staged.erase(staged.begin(), staged.begin() + static_cast<std::ptrdiff_t>(i) + 1);
+      remove_staged();
+      throw;  // the destructor puts the earlier run back
+    }
+  }
+}
+
+std::string RunDirectory::settle() {
+  if (replaced_.empty()) return "";
+  const std::string dir = replaced_;
+  replaced_.clear();
+  std::error_code error;
+  fs::remove_all(dir, error);
+  if (!error) return "";
+  return "cannot remove " + dir + ", which holds the files of the run this one replaced: " + error.message() +
+         "; remove it yourself";
+}
+
+// The new run failed before its first checkpoint: its files go, the replaced run's come back.
+void RunDirectory::restore_replaced() noexcept {
+  if (replaced_.empty()) return;
+  std::error_code ignored;
+  for (const auto& name : run_files()) fs::remove(path(name), ignored);
+  std::vector<fs::path> kept;  // listed first: entries renamed while a directory is read may be skipped
+  std::error_code error;
+  for (fs::directory_iterator it(replaced_, error), end; !error && it != end; it.increment(error)) {
+    kept.push_back(it->path());
+  }
+  for (const auto& file : kept) fs::rename(file, path(file.filename().string()), ignored);
+  fs::remove(replaced_, ignored);
+  replaced_.clear();
+}
+
+std::string RunDirectory::path(const std::string& name) const { return (fs::path(output_) / name).string(); }
 
 void RunDirectory::write(const std::string& name, const std::string& content) const {
   if (writer_) write_file_atomic(path(name), content);

@@ -7,6 +7,7 @@
 namespace gradcache {
 namespace retriever {
 
+using ::gradcache::detail::names_dead_process;
 using ::gradcache::detail::StagedDirectory;
 
 }  // namespace retriever

@@ -59,6 +59,7 @@ class Run {
   double train_step(const TokenBatch& queries, const TokenBatch& passages, int64_t step, StepRecord& times);
   void record_step(StepRecord record, double loss, size_t pairs, double step_seconds, int64_t first_step,
                    Clock::time_point loop_start);
+  void write_run_files();
   void save(const std::string& name = "checkpoint.pt");
   void select_on_dev();
   void write_curves();
@@ -138,14 +139,12 @@ void Run::load_data() {
   TrainingData::TokenizerSource tokenizer;
   tokenizer.pretrained = pretrained_description_ ? &*pretrained_description_ : nullptr;
   tokenizer.saved = resumed_ ? &resumed_->tokenizer : nullptr;
-  tokenizer.trained_path = directory_->path("tokenizer.model");
+  tokenizer.trained_path = directory_->scratch_path("tokenizer.model");  // written there at the claim
   tokenizer.group = group_.get();
   data_ = std::make_unique<TrainingData>(config_, tokenizer, BatchShare{rank_, world_},
                                          [this](const std::string& text) { log(text); });
   evaluation_ = std::make_unique<RunEvaluation>(config_, *data_, device_, [this](const std::string& text) { log(text); });
   if (config_.encoder.is_builtin()) config_.tokenizer.vocab_size = data_->tokenizer().vocab_size();
-  const bool sentencepiece = data_->tokenizer().kind() == TokenizerKind::SentencePiece;
-  if (!resumed_) directory_->write(sentencepiece ? "tokenizer.model" : "tokenizer.json", data_->tokenizer().serialized());
 }
 
 // A resumed run must read the data the checkpoint was trained on: its position in them (epoch
@@ -313,6 +312,20 @@ void Run::train_loop() {
   progress_->finish();
 }
 
+// The first files of the run. A new run claims the directory only now, with everything
+// checked: an earlier run there (--overwrite) is untouched until here, and comes back if this
+// one fails before its first checkpoint (run/run_directory.h).
+void Run::write_run_files() {
+  const std::string config = nlohmann::json(config_).dump(2) + "\n";
+  if (resumed_) {
+    directory_->write("config.json", config);
+    return;
+  }
+  const bool sentencepiece = data_->tokenizer().kind() == TokenizerKind::SentencePiece;
+  directory_->claim({{sentencepiece ? "tokenizer.model" : "tokenizer.json", data_->tokenizer().serialized()},
+                     {"config.json", config}});
+}
+
 void Run::save(const std::string& name) {
   CheckpointInfo info;
   info.config = config_;
@@ -331,7 +344,10 @@ void Run::save(const std::string& name) {
     save_checkpoint(directory_->path(name), info, model_->model(), model_->optimizer(), generators,
                     model_->scaler().get());
   }
-  if (name == "checkpoint.pt") result_.checkpoint = directory_->checkpoint_path();
+  if (name != "checkpoint.pt") return;
+  result_.checkpoint = directory_->checkpoint_path();
+  const std::string notice = directory_->settle();  // the replaced run's files are not needed now
+  if (!notice.empty()) log("notice: " + notice);
 }
 
 // Rank 0 evaluates on the dev data while the others wait for its decisions in any_rank
@@ -433,7 +449,6 @@ TrainResult Run::execute() {
                             config_.tokenizer.file.empty() ? "trained by this run" : config_.tokenizer.file);
   choose_chunk_sizes();
   build_step();
-  directory_->write("config.json", nlohmann::json(config_).dump(2) + "\n");
 
   const auto n = static_cast<int64_t>(data_->size());
   const int64_t batch = config_.batching.batch_size;
@@ -450,8 +465,7 @@ TrainResult Run::execute() {
     const auto m = writer() ? evaluation_->model(model_->model(), result_.untrained_name) : std::nullopt;
     if (m) baseline_ = to_json(*m);
   }
-
-  if (!resumed_) directory_->remove("best.pt");  // an earlier run's, in --overwrite
+  write_run_files();
   train_loop();
   save();
   result_.progress = progress_state_;

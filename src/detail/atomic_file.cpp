@@ -45,7 +45,7 @@ void commit_file(const std::string& tmp_path, const std::string& path) {
   fsync_path(dir.empty() ? "." : dir.string(), true);
 }
 
-void write_file_atomic(const std::string& path, const std::string& bytes) {
+std::string write_temporary_file(const std::string& path, const std::string& bytes) {
   const std::string tmp = path + ".tmp";
   {
     std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
@@ -58,7 +58,17 @@ void write_file_atomic(const std::string& path, const std::string& bytes) {
       throw error;
     }
   }
-  commit_file(tmp, path);
+  try {
+    fsync_path(tmp, false);
+  } catch (...) {
+    std::remove(tmp.c_str());
+    throw;
+  }
+  return tmp;
+}
+
+void write_file_atomic(const std::string& path, const std::string& bytes) {
+  commit_file(write_temporary_file(path, bytes), path);
 }
 
 std::string read_file(const std::string& path) {

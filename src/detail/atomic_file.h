@@ -10,6 +10,11 @@ namespace detail {
 /// see the old file or the new one, never a mix. Throws std::runtime_error naming the path.
 void write_file_atomic(const std::string& path, const std::string& bytes);
 
+/// Writes `bytes` to "<path>.tmp" and flushes it to disk, returning that path; on failure
+/// removes it and throws std::runtime_error naming it. For files that must all be written
+/// before any is committed (commit_file); write_file_atomic does both for one file.
+std::string write_temporary_file(const std::string& path, const std::string& bytes);
+
 /// Flushes `tmp_path` to disk and renames it over `path` (for files written by other code).
 void commit_file(const std::string& tmp_path, const std::string& path);
 

@@ -46,14 +46,17 @@ void StagedDirectory::remove_stale_partials() const {
   const std::string prefix = target.filename().string() + ".partial-";
   std::error_code error;
   for (fs::directory_iterator it(parent, error), end; !error && it != end; it.increment(error)) {
-    const std::string name = it->path().filename().string();
-    if (name.rfind(prefix, 0) != 0) continue;
-    const std::string pid = name.substr(prefix.size());
-    if (pid.empty() || pid.find_first_not_of("0123456789") != std::string::npos || pid.size() > 9) continue;
-    if (::kill(static_cast<pid_t>(std::stol(pid)), 0) == 0 || errno != ESRCH) continue;
+    if (!names_dead_process(it->path().filename().string(), prefix)) continue;
     std::error_code ignored;
     fs::remove_all(it->path(), ignored);
   }
+}
+
+bool names_dead_process(const std::string& name, const std::string& prefix) {
+  if (name.rfind(prefix, 0) != 0) return false;
+  const std::string pid = name.substr(prefix.size());
+  if (pid.empty() || pid.find_first_not_of("0123456789") != std::string::npos || pid.size() > 9) return false;
+  return ::kill(static_cast<pid_t>(std::stol(pid)), 0) != 0 && errno == ESRCH;
 }
 
 namespace {

@@ -50,5 +50,9 @@ class StagedDirectory {
   bool committed_ = false;
 };
 
+/// Whether `name` is "<prefix><pid>" for a process that no longer exists: a leftover of a
+/// killed command, which no destructor removed (a live process's is a concurrent command's).
+bool names_dead_process(const std::string& name, const std::string& prefix);
+
 }  // namespace detail
 }  // namespace gradcache

@@ -55,6 +55,7 @@ write_tiny_task "$work"
 "$bin" train "${tiny_flags[@]}" --steps 2 --output "$run" >"$work/first.log" 2>&1 ||
   fail "the first run failed: $(tail -3 "$work/first.log")"
 checkpoint_before=$(md5sum <"$run/checkpoint.pt")
+run_before=$(cd "$run" && md5sum config.json tokenizer.model metrics.jsonl)
 room=$(( $(stat -c %s "$run/tokenizer.model") / 1024 + 16 ))
 [ $(( $(stat -c %s "$run/checkpoint.pt") / 1024 )) -gt $((room + 8)) ] || fail "the checkpoint would fit in $room KiB"
 fill_disk_leaving $room
@@ -62,7 +63,11 @@ fill_disk_leaving $room
 expect_disk_full_error "$work/full.log" checkpoint.pt.tmp $?
 grep -q "disk full" "$work/full.log" || fail "no message about the full disk: $(tail -3 "$work/full.log")"
 [ "$(md5sum <"$run/checkpoint.pt")" = "$checkpoint_before" ] || fail "the checkpoint that was there before changed"
-echo "disk full while saving a checkpoint: status 1, a clear message, no temporary file, the previous checkpoint intact"
+# The failed --overwrite had claimed the directory: its config, tokenizer and metrics go, the old ones come back.
+[ "$(cd "$run" && md5sum config.json tokenizer.model metrics.jsonl)" = "$run_before" ] ||
+  fail "the old run's config, tokenizer or metrics were not put back"
+if ls -d "$run"/.replaced-* >/dev/null 2>&1; then fail "the old run's files are still aside"; fi
+echo "disk full while saving a checkpoint: status 1, a clear message, no temporary file, the previous run intact"
 
 # 2. The tokenizer model, the first file a new run writes: over an earlier run, and into a
 # new directory (where no tokenizer.model must appear at all).

@@ -76,3 +76,38 @@ for a, b in zip(reference, resumed):
 EOF
 echo "killed $kills times and resumed: the final model, optimizer and generator states are bit-identical" \
   "to the uninterrupted run's, and the metrics hold each step once with its loss"
+
+# Issue 27, item 6: a `train --overwrite` of another run (other settings) killed after it has
+# claimed the directory and before its first checkpoint. The old run is kept whole aside, a
+# --resume or a new run names where and how to get it back, and once moved back it resumes as
+# the reference it is (bit-identical checkpoint, same metrics).
+[ -n "${KILL_RESUME_MODEL_DIR:-}" ] && exit 0  # the directory's handling does not depend on the model
+over="$work/overwritten"
+cp -r "$work/reference" "$over"
+"$bin" train "${tiny_flags[@]}" --steps 100000 --log-every 1 --lr 0.5 --overwrite --output "$over" \
+  >"$work/overwrite.log" 2>&1 &
+pid=$!
+for _ in $(seq 3000); do  # until the new run's first line: its own metrics.jsonl, the old one aside
+  ls -d "$over"/.replaced-* >/dev/null 2>&1 && [ "$(cat "$over/metrics.jsonl" 2>/dev/null | wc -l)" -ge 1 ] &&
+    [ "$(cat "$over/metrics.jsonl" | wc -l)" -lt $steps ] && break
+  kill -0 "$pid" 2>/dev/null || break
+  sleep 0.01
+done
+kill -KILL "$pid" 2>/dev/null || fail "the overwriting run ended by itself: $(tail -3 "$work/overwrite.log")"
+wait "$pid" 2>/dev/null
+aside=$(ls -d "$over"/.replaced-* 2>/dev/null | head -1)
+[ -n "$aside" ] && [ -f "$aside/checkpoint.pt" ] || fail "the old run is not aside: $(ls -A "$over")"
+[ -f "$over/checkpoint.pt" ] && fail "a checkpoint beside the killed run's files: $(ls -A "$over")"
+"${train[@]}" --output "$over" --resume >"$work/resume_over.log" 2>&1
+[ $? = 1 ] && grep -q "mv -f $aside" "$work/resume_over.log" ||
+  fail "--resume after the killed --overwrite did not name the old run: $(tail -3 "$work/resume_over.log")"
+"${train[@]}" --output "$over" >"$work/new_over.log" 2>&1
+[ $? = 1 ] && grep -q "$aside" "$work/new_over.log" ||
+  fail "a new run after the killed --overwrite did not name the old run: $(tail -3 "$work/new_over.log")"
+mv -f "$aside"/* "$over"/ && rmdir "$aside"
+"${train[@]}" --output "$over" --resume >"$work/restored.log" 2>&1 ||
+  fail "the old run, moved back, does not resume: $(tail -3 "$work/restored.log")"
+"$compare" "$work/reference/checkpoint.pt" "$over/checkpoint.pt" || fail "the old run's checkpoint changed"
+cmp -s "$work/reference/metrics.jsonl" "$over/metrics.jsonl" || fail "the old run's metrics changed"
+echo "a killed --overwrite: the old run kept aside whole, named by --resume and by a new run, and resumed" \
+  "as it was once moved back"

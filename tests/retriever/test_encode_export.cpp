@@ -68,7 +68,9 @@ TEST(ScriptEncoder, TrainsWithDropoutInTrainingMode) {
   EXPECT_GT(max_difference(first, second), 1e-4) << "dropout is not active in training mode";
   first.sum().backward();
   for (const auto& p : module.named_parameters()) {
-    if (p.name == "positions.weight" || p.name == "tokens.weight") EXPECT_TRUE(p.value.grad().defined()) << p.name;
+    if (p.name == "positions.weight" || p.name == "tokens.weight") {
+      EXPECT_TRUE(p.value.grad().defined()) << p.name;
+    }
   }
   module.eval();
   EXPECT_EQ(max_difference(module.forward(inputs).toTensor(), module.forward(inputs).toTensor()), 0);
@@ -148,6 +150,16 @@ TEST(Export, DamagedOrMismatchedExportsAreRefused) {
     gr::write_file_atomic(json_path, edited.dump());
     refused(expected);
   }
+  // The files export.json names are files of the export: not elsewhere, not of another type.
+  for (const auto& [value, expected] : std::vector<std::pair<nlohmann::json, std::string>>{
+           {"../run/tokenizer.model", "\"../run/tokenizer.model\" is not a file name in the export's directory"},
+           {"/etc/passwd", "is not a file name in the export's directory"},
+           {5, "export.json: "}}) {
+    auto edited = nlohmann::json::parse(good_json);
+    edited["tokenizer"] = value;
+    gr::write_file_atomic(json_path, edited.dump());
+    refused(expected);
+  }
   gr::write_file_atomic(json_path, good_json);
   // Bytes flipped through the archive: those inside entries (tensors, code) fail their CRC-32.
   std::string flipped = good_model;
@@ -194,7 +206,14 @@ TEST(Npy, BadFilesAreNamed) {
   auto doubles = bytes;
   doubles.replace(doubles.find("<f4"), 3, "<f8");
   write(dir / "f8.npy", doubles);
+  auto lying = bytes;  // format 2.0: a 4-byte header length, here 4 GiB (nothing allocated for it)
+  lying[6] = '\x02';
+  lying.insert(10, std::string("\xf0\xff", 2));
+  lying[8] = '\xff';
+  lying[9] = '\xff';
+  write(dir / "lying.npy", lying);
   for (const auto& [name, message] : std::vector<std::pair<std::string, std::string>>{
+           {"lying.npy", "the .npy header is truncated"},
            {"truncated.npy", "truncated or damaged"}, {"text.npy", "not a .npy file"},
            {"f8.npy", "'<f8' values"}, {"missing.npy", "cannot open"}}) {
     const auto path = dir / name;  // C++17 lambdas cannot capture structured bindings (clang)
@@ -236,6 +255,25 @@ TEST(Embeddings, DirectoriesRoundTripAndBadOnesAreNamed) {
   wrong_rows["rows"] = 6;
   write(dir / "e/manifest.json", wrong_rows.dump());
   expect_error("the shards hold 5 rows, but \"rows\" says 6");
+  // Issue 27 (found by fuzz_embeddings' kind of input): a manifest that claims more rows than
+  // its files hold is refused before the memory is taken; counts are bounded; shard files are
+  // names in the directory; a key of the wrong type is named, not a JSON library's exception.
+  auto huge = nlohmann::json::parse(manifest);
+  huge["rows"] = (int64_t{1} << 39) + 2;
+  huge["shards"][0]["rows"] = int64_t{1} << 39;
+  write(dir / "e/manifest.json", huge.dump());
+  expect_error("bytes cannot hold the 549755813888 x 4 float16 values manifest.json says it has");
+  huge["rows"] = int64_t{1} << 41;
+  write(dir / "e/manifest.json", huge.dump());
+  expect_error("\"rows\" must be an integer from 0 to 1099511627776");
+  auto outside = nlohmann::json::parse(manifest);
+  outside["shards"][0]["embeddings"] = "../embeddings_00000.npy";
+  write(dir / "e/manifest.json", outside.dump());
+  expect_error("shard file \"../embeddings_00000.npy\" is not a file name in the directory");
+  auto typed = nlohmann::json::parse(manifest);
+  typed["version"] = "one";
+  write(dir / "e/manifest.json", typed.dump());
+  expect_error("manifest.json: not a manifest of gradcache embeddings");
   fs::remove(dir / "e/manifest.json");
   expect_error("no manifest.json");
 }

@@ -9,6 +9,8 @@
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
+#include <map>
+
 using namespace train_test;
 
 TEST(Trainer, WritesEverythingUnderOutputAndLearns) {
@@ -86,13 +88,23 @@ TEST(Trainer, ModesAgreeWhereTheyShould) {
   }
 }
 
-TEST(Trainer, RefusesToOverwriteARunAndKeepsItIntact) {
-  TempDir dir;
+namespace {
+
+// A finished two-step run in DIR/run, without evaluation: what the overwrite tests start from.
+gr::TrainConfig two_step_run(const TempDir& dir) {
   write_task(dir);
   auto config = tiny_config(dir);
   config.training.steps = 2;
   config.eval.enabled = false;
   gr::train(config, quiet());
+  return config;
+}
+
+}  // namespace
+
+TEST(Trainer, RefusesToOverwriteARunAndKeepsItIntact) {
+  TempDir dir;
+  auto config = two_step_run(dir);
   const auto before = gr::read_file(dir / "run/checkpoint.pt");
   EXPECT_NE(error_of([&] { gr::train(config, quiet()); }).find("already holds a training run"), std::string::npos);
   EXPECT_EQ(gr::read_file(dir / "run/checkpoint.pt"), before);
@@ -194,11 +206,7 @@ TEST(Task, JudgementsOfUnknownIdsAreNotedAndNoUsableQueryIsRefused) {
 
 TEST(Trainer, AFailedOverwriteLeavesTheOldRunAndABadMetricsPathIsRefused) {
   TempDir dir;
-  write_task(dir);
-  auto config = tiny_config(dir);
-  config.training.steps = 2;
-  config.eval.enabled = false;
-  gr::train(config, quiet());
+  auto config = two_step_run(dir);
   const std::string metrics = gr::read_file((dir.path / "run" / "metrics.jsonl").string());
   ASSERT_FALSE(metrics.empty());
 
@@ -217,6 +225,88 @@ TEST(Trainer, AFailedOverwriteLeavesTheOldRunAndABadMetricsPathIsRefused) {
   EXPECT_NE(error_of([&] { gr::train(config, quiet()); }).find("does not exist"), std::string::npos);
   config.output.metrics_out = dir.path.string();
   EXPECT_NE(error_of([&] { gr::train(config, quiet()); }).find("is a directory"), std::string::npos);
+}
+
+namespace {
+
+// Every file of a run directory, by name (subdirectories by their name alone).
+std::map<std::string, std::string> files_of(const fs::path& dir) {
+  std::map<std::string, std::string> files;
+  for (const auto& entry : fs::directory_iterator(dir))
+    files[entry.path().filename().string()] = entry.is_directory() ? "(directory)" : gr::read_file(entry.path().string());
+  return files;
+}
+
+}  // namespace
+
+// Issue 27, item 6: an --overwrite that fails leaves the old run whole, file for file, whether
+// it fails on its data (before it writes anything) or after it has claimed the directory (its
+// first checkpoint cannot be written); and a resume refuses a directory whose config.json or
+// tokenizer is another run's.
+TEST(Trainer, AFailedOverwriteLeavesEveryFileOfTheOldRun) {
+  TempDir dir;
+  auto config = two_step_run(dir);
+  const fs::path run = dir / "run";
+  const auto before = files_of(run);
+  ASSERT_TRUE(before.count("checkpoint.pt") && before.count("tokenizer.model") && before.count("config.json"));
+  auto options = quiet();
+  options.overwrite = true;
+
+  // Data too small for the batch: found after the tokenizer is trained, before any file is written.
+  {
+    std::ofstream five((dir / "five.tsv").c_str());
+    for (int i = 0; i < 5; ++i) five << "query " << i << "\tpassage about thing " << i << "\n";
+  }
+  auto small = config;
+  small.data.train_file = dir / "five.tsv";
+  small.batching.batch_size = 16;
+  small.tokenizer.vocab_size = 30;
+  EXPECT_NE(error_of([&] { gr::train(small, options); }).find("is larger than the 5 training examples"),
+            std::string::npos);
+  EXPECT_EQ(files_of(run), before);
+
+  // Judgements no query can use.
+  {
+    std::ofstream qrels((dir / "unusable_qrels.txt").c_str());
+    qrels << "q-none 0 d0 1\n";
+  }
+  auto unusable = config;
+  unusable.eval.enabled = true;
+  unusable.data.eval_qrels = dir / "unusable_qrels.txt";
+  EXPECT_FALSE(error_of([&] { gr::train(unusable, options); }).empty());
+  EXPECT_EQ(files_of(run), before);
+
+  // A failure after the claim: the first checkpoint cannot be written (its temporary name is a
+  // directory). The new run's files go, the old run's come back.
+  auto longer = config;
+  longer.training.steps = 3;
+  fs::create_directory(run / "checkpoint.pt.tmp");
+  EXPECT_NE(error_of([&] { gr::train(longer, options); }).find("checkpoint.pt.tmp"), std::string::npos);
+  fs::remove(run / "checkpoint.pt.tmp");
+  EXPECT_EQ(files_of(run), before);
+
+  // A successful --overwrite replaces every file and leaves nothing of the old run aside.
+  gr::train(longer, options);
+  const auto after = files_of(run);
+  EXPECT_NE(after.at("checkpoint.pt"), before.at("checkpoint.pt"));
+  for (const auto& [name, content] : after) EXPECT_EQ(name.rfind(".replaced-", 0), std::string::npos) << name;
+
+  // Mixed directories (made by hand, or by an earlier version): config.json or the tokenizer of
+  // another run beside the checkpoint is refused on --resume, naming the file.
+  auto resume = quiet();
+  resume.resume = true;
+  auto other = nlohmann::json::parse(before.at("config.json"));
+  other["lr"] = 0.5;
+  gr::write_file_atomic((run / "config.json").string(), other.dump());
+  auto message = error_of([&] { gr::train(longer, resume); });
+  EXPECT_NE(message.find("config.json is not from the run that saved checkpoint.pt"), std::string::npos) << message;
+  EXPECT_NE(message.find("lr: checkpoint has"), std::string::npos) << message;
+  gr::write_file_atomic((run / "config.json").string(), after.at("config.json"));
+  gr::write_file_atomic((run / "tokenizer.model").string(), before.at("tokenizer.model") + "x");
+  message = error_of([&] { gr::train(longer, resume); });
+  EXPECT_NE(message.find("tokenizer.model is not from the run"), std::string::npos) << message;
+  gr::write_file_atomic((run / "tokenizer.model").string(), after.at("tokenizer.model"));
+  EXPECT_EQ(gr::train(longer, resume).progress.step, 3);  // the files agree again: resumed (and finished)
 }
 
 TEST(Trainer, TorchScriptEncoderIsTrainedAndAWrongOneIsRefused) {

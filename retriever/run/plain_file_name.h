@@ -1,0 +1,18 @@
+// File names that directories written by this program (exports, embeddings) give for their
+// parts: checked on reading, so that a lying export.json or manifest.json cannot send the
+// reader to a file outside its directory ("../../x", "/etc/passwd").
+#pragma once
+
+#include <string>
+
+namespace gradcache {
+namespace retriever {
+
+/// Whether `name` is a file name alone: not empty, no '/', no NUL, not "." or "..".
+inline bool is_plain_file_name(const std::string& name) {
+  return !name.empty() && name != "." && name != ".." && name.find('/') == std::string::npos &&
+         name.find('\0') == std::string::npos;
+}
+
+}  // namespace retriever
+}  // namespace gradcache
