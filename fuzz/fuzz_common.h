@@ -64,7 +64,8 @@ inline const std::string& write_directory(const uint8_t* data, size_t size) {
   for (const auto& entry : fs::directory_iterator(dir)) fs::remove_all(entry.path());
   size_t at = 0;
   while (at < size) {
-    const size_t name_size = std::min<size_t>(data[at++], size - at);
+    const size_t declared = data[at++];
+    const size_t name_size = std::min(declared, size - at);
     std::string name(reinterpret_cast<const char*>(data + at), name_size);
     at += name_size;
     uint32_t bytes = 0;

@@ -1,5 +1,6 @@
 #include "retriever/model/saved_encoder.h"
 
+#include "retriever/data/text_data.h"
 #include "retriever/run/atomic_file.h"
 #include "retriever/run/checkpoint.h"
 #include "retriever/run/plain_file_name.h"
@@ -129,7 +130,7 @@ TextEncoder load_exported_encoder(const std::string& dir, const std::string& sid
       throw std::runtime_error("\"prefix_dim\" " + prefix.dump() + " is not the export's width, \"dim\" " +
                                std::to_string(dim));
   } catch (const std::exception& e) {
-    throw std::runtime_error(manifest_path + ": " + e.what());
+    throw std::runtime_error(manifest_path + ": " + printable_utf8(e.what()));  // JSON errors quote the input
   }
   auto tokenizer = Tokenizer::load(tokenizer_file);
   // LibTorch's zip reader checks no CRC: a flipped byte inside a tensor would load (issue 27).

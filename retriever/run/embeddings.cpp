@@ -1,5 +1,6 @@
 #include "retriever/run/embeddings.h"
 
+#include "retriever/data/text_data.h"
 #include "retriever/run/atomic_file.h"
 #include "retriever/run/npy.h"
 #include "retriever/run/plain_file_name.h"
@@ -43,12 +44,12 @@ nlohmann::json read_manifest(const std::string& dir) {
   try {
     manifest = nlohmann::json::parse(read_file(path));
   } catch (const nlohmann::json::exception& e) {
-    fail(path, std::string("malformed JSON: ") + e.what());
+    fail(path, "malformed JSON: " + printable_utf8(e.what()));  // JSON errors quote the input
   }
   try {
     check_manifest(manifest, path);
   } catch (const nlohmann::json::exception& e) {  // a key of the wrong type
-    fail(path, std::string("not a manifest of gradcache embeddings: ") + e.what());
+    fail(path, "not a manifest of gradcache embeddings: " + printable_utf8(e.what()));
   }
   return manifest;
 }

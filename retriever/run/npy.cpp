@@ -1,5 +1,6 @@
 #include "retriever/run/npy.h"
 
+#include "retriever/data/text_data.h"
 #include "retriever/run/atomic_file.h"
 
 #include <torch/torch.h>
@@ -27,7 +28,7 @@ const char* descr_of(c10::ScalarType type) {
 }
 
 [[noreturn]] void fail(const std::string& path, const std::string& what) {
-  throw NpyError("embeddings file " + path + ": " + what);
+  throw NpyError("embeddings file " + path + ": " + printable_utf8(what));  // may quote the header's bytes
 }
 
 // The header's dict: descr, shape (rows, cols); fortran_order must be False.
@@ -114,6 +115,9 @@ at::Tensor read_npy(const std::string& path) {
   for (size_t i = length_size; i-- > 0;) dict_size = dict_size << 8 | length_bytes[i];
   std::error_code no_size;  // a header length past the end of the file is a lie, not an allocation
   if (dict_size > std::filesystem::file_size(path, no_size) || no_size) fail(path, "the .npy header is truncated");
+  // A matrix's header is under a kilobyte; a longer one is not parsed (std::regex recurses per
+  // character and would overflow the stack on megabytes).
+  if (dict_size > 65536) fail(path, "has a .npy header of " + std::to_string(dict_size) + " bytes; a matrix's needs far fewer");
   std::string dict(dict_size, '\0');
   in.read(dict.data(), static_cast<std::streamsize>(dict_size));
   if (!in) fail(path, "the .npy header is truncated");
