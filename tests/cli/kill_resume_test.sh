@@ -9,7 +9,8 @@
 #
 # The moments are drawn from a seed printed first; KILL_RESUME_SEED=N draws the same ones
 # (where a kill lands within a step still varies with the machine's speed).
-# KILL_RESUME_MODEL_DIR=DIR does it all with a pretrained model (train --model-dir DIR).
+# KILL_RESUME_MODEL_DIR=DIR does it all with a pretrained model (train --model-dir DIR);
+# KILL_RESUME_FLAGS="--mode full" (or "--mode accumulate", "--precision bf16") with other settings.
 set -u
 bin=$1
 compare=$2
@@ -29,7 +30,8 @@ write_tiny_task "$work"
 if [ -n "${KILL_RESUME_MODEL_DIR:-}" ]; then
   tiny_flags=(--model-dir "$KILL_RESUME_MODEL_DIR" --train-file "$work/train.tsv" --batch-size 16 --chunk-size 8 --eval false)
 fi
-train=("$bin" train "${tiny_flags[@]}" --steps $steps --log-every 1)
+# shellcheck disable=SC2206  # KILL_RESUME_FLAGS is a list of words
+train=("$bin" train "${tiny_flags[@]}" ${KILL_RESUME_FLAGS:-} --steps $steps --log-every 1)
 
 start_ms=$(date +%s%3N)
 "${train[@]}" --output "$work/reference" >"$work/reference.log" 2>&1 ||
@@ -81,7 +83,8 @@ echo "killed $kills times and resumed: the final model, optimizer and generator 
 # claimed the directory and before its first checkpoint. The old run is kept whole aside, a
 # --resume or a new run names where and how to get it back, and once moved back it resumes as
 # the reference it is (bit-identical checkpoint, same metrics).
-[ -n "${KILL_RESUME_MODEL_DIR:-}" ] && exit 0  # the directory's handling does not depend on the model
+# The directory's handling depends neither on the model nor on the mode: checked once.
+[ -n "${KILL_RESUME_MODEL_DIR:-}${KILL_RESUME_FLAGS:-}" ] && exit 0
 over="$work/overwritten"
 cp -r "$work/reference" "$over"
 "$bin" train "${tiny_flags[@]}" --steps 100000 --log-every 1 --lr 0.5 --overwrite --output "$over" \
