@@ -7,6 +7,7 @@
 #include "retriever/data/training_data.h"
 #include "retriever/search/evaluate.h"
 
+#include <atomic>
 #include <functional>
 #include <optional>
 #include <string>
@@ -17,8 +18,11 @@ namespace retriever {
 
 class RunEvaluation {
  public:
+  /// `stop`: a signal number once one arrives. The evaluations before and after training stop
+  /// on it (StoppedBySignal, issue 27); the dev evaluations with options() do not: the training
+  /// loop stops at its next step and saves a checkpoint.
   RunEvaluation(const TrainConfig& config, const TrainingData& data, const c10::Device& device,
-                std::function<void(const std::string&)> log);
+                std::function<void(const std::string&)> log, const std::atomic<int>* stop = nullptr);
 
   /// How the run's evaluations encode (--eval-batch-size, the device).
   EvalOptions options() const;
@@ -37,7 +41,11 @@ class RunEvaluation {
   const TrainConfig& config_;
   const TrainingData& data_;
   c10::Device device_;
+  /// options(), stopping on a signal.
+  EvalOptions stoppable_options() const;
+
   std::function<void(const std::string&)> log_;
+  const std::atomic<int>* stop_;
 };
 
 }  // namespace retriever

@@ -7,6 +7,7 @@
 #include "retriever/data/data_fingerprint.h"
 #include "retriever/data/training_data.h"
 #include "retriever/launch/threads.h"
+#include "retriever/model/encode_all.h"
 #include "retriever/model/batching.h"
 #include "retriever/run/run_directory.h"
 #include "retriever/search/evaluate.h"
@@ -62,7 +63,6 @@ class Run {
   void write_run_files();
   void save(const std::string& name = "checkpoint.pt");
   void select_on_dev();
-  void write_curves();
   bool stop_requested() const;
   void log(const std::string& text) { progress_->message(text); }
   void write_summary();
@@ -143,7 +143,8 @@ void Run::load_data() {
   tokenizer.group = group_.get();
   data_ = std::make_unique<TrainingData>(config_, tokenizer, BatchShare{rank_, world_},
                                          [this](const std::string& text) { log(text); });
-  evaluation_ = std::make_unique<RunEvaluation>(config_, *data_, device_, [this](const std::string& text) { log(text); });
+  evaluation_ = std::make_unique<RunEvaluation>(config_, *data_, device_,
+                                                [this](const std::string& text) { log(text); }, options_.stop);
   if (config_.encoder.is_builtin()) config_.tokenizer.vocab_size = data_->tokenizer().vocab_size();
 }
 
@@ -312,9 +313,8 @@ void Run::train_loop() {
   progress_->finish();
 }
 
-// The first files of the run. A new run claims the directory only now, with everything
-// checked: an earlier run there (--overwrite) is untouched until here, and comes back if this
-// one fails before its first checkpoint (run/run_directory.h).
+// The first files of the run. A new run claims the directory only now, with everything checked
+// (run/run_directory.h: an earlier run there is untouched until here).
 void Run::write_run_files() {
   const std::string config = nlohmann::json(config_).dump(2) + "\n";
   if (resumed_) {
@@ -377,17 +377,6 @@ void Run::select_on_dev() {
       std::to_string(config_.selection.patience) + " evaluations (--patience); best " +
       std::to_string(selection_.best_value) + " at step " + std::to_string(selection_.best_step) + ", in " +
       directory_->path("best.pt"));
-}
-
-// A notice, never an error: the run's results are in its other files.
-void Run::write_curves() {
-  if (!writer()) return;
-  try {
-    plot_training_curves({{run_name(config_.output.dir), directory_->metrics_path()}}, directory_->path("curves.png"),
-                         config_.selection.metric);
-  } catch (const std::exception& e) {
-    log("notice: no curves.png: " + std::string(e.what()));
-  }
 }
 
 // A signal may reach the ranks between different steps: they stop together, at the first
@@ -473,9 +462,15 @@ TrainResult Run::execute() {
     log("stopped at step " + std::to_string(progress_state_.step) + "; checkpoint saved to " +
         directory_->checkpoint_path() + "; continue with --resume");
   } else {
-    if (writer())
-      result_.trained = evaluation_->trained(model_->model(), &result_.trained_reranked, &result_.trained_prefixes);
-    if (result_.trained) result_.bm25 = evaluation_->bm25();
+    try {
+      if (writer())
+        result_.trained = evaluation_->trained(model_->model(), &result_.trained_reranked, &result_.trained_prefixes);
+      if (result_.trained) result_.bm25 = evaluation_->bm25();
+    } catch (const StoppedBySignal& stopped) {  // the trained model is saved: only its evaluation is lost
+      result_.interrupted = true;
+      result_.stop_signal = stopped.signal();
+      log(std::string(stopped.what()) + "; the trained model is in " + directory_->checkpoint_path());
+    }
     if (!baseline_.is_null()) result_.untrained = metrics_from_json(baseline_);
   }
   result_.eval_name = data_->eval_set() ? data_->eval_set()->name : "";
@@ -485,7 +480,13 @@ TrainResult Run::execute() {
   result_.wall_seconds = seconds_since(start);
   result_.peak_rss_mb = peak_rss_mb();
   write_summary();
-  write_curves();
+  try {  // curves.png: a notice, never an error (the run's results are in its other files)
+    if (writer())
+      plot_training_curves({{run_name(config_.output.dir), directory_->metrics_path()}}, directory_->path("curves.png"),
+                           config_.selection.metric);
+  } catch (const std::exception& e) {
+    log("notice: no curves.png: " + std::string(e.what()));
+  }
   return result_;
 }
 

@@ -142,6 +142,29 @@ python3 -c "import sys; sys.exit(float(sys.argv[1]) > 5)" "$took" || fail "eval 
 echo "eval stopped $took s after SIGTERM during the BM25 search"
 [ -s "$work/ranksig.out" ] && fail "eval stopped during the BM25 search printed metrics"
 
+# Issue 27: SIGTERM during the evaluation after training was swallowed (the run evaluated on
+# for minutes and exited 0). Now: 143 promptly, the trained checkpoint kept, the summary saying so.
+"$bin" train --quick --steps 2 --eval-baseline false --eval-batch-size 1 --eval-corpus "$work/corpus.tsv" \
+  --eval-queries "$work/queries.tsv" --eval-qrels "$work/qrels.txt" --output "$work/endeval" \
+  >"$work/endeval.out" 2>"$work/endeval.err" &
+pid=$!
+for _ in $(seq 1200); do
+  [ -f "$work/endeval/checkpoint.pt" ] && break
+  sleep 0.05
+done
+sleep 0.5  # into the encoding of 20000 passages one by one (tens of seconds)
+sent=$(date +%s.%N)
+kill -TERM "$pid"
+wait "$pid"
+status=$?
+took=$(python3 -c "import sys; print(round(float(sys.argv[2]) - float(sys.argv[1]), 2))" "$sent" "$(date +%s.%N)")
+expect_status 143 "$status" "train stopped by SIGTERM during its evaluation after training"
+python3 -c "import sys; sys.exit(float(sys.argv[1]) > 5)" "$took" ||
+  fail "train took $took s to stop after SIGTERM during its evaluation after training"
+python3 -c "import json, sys; s = json.load(open(sys.argv[1])); sys.exit(not (s['interrupted'] and s['trained'] is None and s['steps'] == 2))" \
+  "$work/endeval/summary.json" || fail "the summary of the stopped evaluation: $(cat "$work/endeval/summary.json")"
+echo "train stopped $took s after SIGTERM during its evaluation after training"
+
 # One query per batch with hard negatives is a loss (without them it is refused above), but
 # with no in-batch negatives: a warning.
 printf 'a cat\ta small feline\ta large truck\na dog\ta barking pet\ta tall tree\n' >"$work/negatives.tsv"

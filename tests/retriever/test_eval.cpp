@@ -420,7 +420,9 @@ TEST(SearchTest, KLargerThanTheCorpus) {
 
 TEST(SearchTest, TiesGoToTheLowerDocumentIndex) {
   // All documents identical: every score ties, so the answer is 0, 1, 2 whatever the blocks.
-  const at::Tensor queries = at::randn({3, 4});
+  // Small integers, so that every score is exact: with random floats a GEMM may round the same
+  // dot product differently for different rows (it did once in a loaded ctest -j2, under MKL).
+  const at::Tensor queries = at::randint(-3, 4, {3, 4}).to(at::kFloat);
   const at::Tensor same = at::ones({20, 4});
   for (int64_t doc_block : {1, 2, 7, 20}) {
     const auto found = exact_top_k(queries, same, 3, 2, doc_block);

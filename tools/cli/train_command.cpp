@@ -7,6 +7,7 @@
 #include "retriever/config/similarity_settings.h"
 #include "retriever/launch/local_launcher.h"
 #include "retriever/launch/torchrun.h"
+#include "retriever/model/encode_all.h"
 #include "retriever/run/atomic_file.h"
 #include "retriever/train/trainer.h"
 
@@ -170,7 +171,14 @@ std::function<int()> add_train_command(CLI::App& app) {
     options.stop = &stop_signal;
     options.terminal = isatty(STDERR_FILENO);
     options.group = torchrun_group(*flags, c);
-    auto result = retriever::train(c, options);
+    retriever::TrainResult result;
+    try {
+      result = retriever::train(c, options);
+    } catch (const retriever::StoppedBySignal& stopped) {  // during the evaluation before training
+      std::cerr << "gradcache train: stopped by signal " << stopped.signal()
+                << " before training began; nothing of this run was written" << std::endl;
+      return 128 + stopped.signal();
+    }
     if (result.interrupted) return 128 + (result.stop_signal ? result.stop_signal : 2);
     if (options.group && options.group->rank() != 0) return 0;  // rank 0 reports
     return report(result);
