@@ -119,6 +119,19 @@ for signal in INT TERM; do
   [ -s "$work/evalsig.out" ] && fail "eval stopped by SIG$signal printed metrics"
 done
 
+# PID COMMAND PHASE: SIGTERM to PID, which must end with 143 within 5 s; the delay is printed.
+terminate_promptly() {
+  local sent status took
+  sent=$(date +%s.%N)
+  kill -TERM "$1"
+  wait "$1"
+  status=$?
+  took=$(python3 -c "import sys; print(round(float(sys.argv[2]) - float(sys.argv[1]), 2))" "$sent" "$(date +%s.%N)")
+  expect_status 143 "$status" "$2 stopped by SIGTERM during $3"
+  python3 -c "import sys; sys.exit(float(sys.argv[1]) > 5)" "$took" || fail "$2 took $took s to stop after SIGTERM during $3"
+  echo "$2 stopped $took s after SIGTERM during $3"
+}
+
 # Issue 27: a signal during ranking was swallowed: eval ran on and printed its table. Here the
 # BM25 search of 20000 queries (tens of seconds) is under way when SIGTERM comes: 143, promptly
 # (the time it took is printed), nothing on stdout.
@@ -132,14 +145,7 @@ for _ in $(seq 2400); do
   sleep 0.05
 done
 grep -q "BM25: indexed" "$work/ranksig.err" || fail "eval never reached its BM25 search: $(tail -3 "$work/ranksig.err")"
-sent=$(date +%s.%N)
-kill -TERM "$pid"
-wait "$pid"
-status=$?
-took=$(python3 -c "import sys; print(round(float(sys.argv[2]) - float(sys.argv[1]), 2))" "$sent" "$(date +%s.%N)")
-expect_status 143 "$status" "eval stopped by SIGTERM during the BM25 search"
-python3 -c "import sys; sys.exit(float(sys.argv[1]) > 5)" "$took" || fail "eval took $took s to stop after SIGTERM during the BM25 search"
-echo "eval stopped $took s after SIGTERM during the BM25 search"
+terminate_promptly "$pid" eval "the BM25 search"
 [ -s "$work/ranksig.out" ] && fail "eval stopped during the BM25 search printed metrics"
 
 # Issue 27: SIGTERM during the evaluation after training was swallowed (the run evaluated on
@@ -153,17 +159,9 @@ for _ in $(seq 1200); do
   sleep 0.05
 done
 sleep 0.5  # into the encoding of 20000 passages one by one (tens of seconds)
-sent=$(date +%s.%N)
-kill -TERM "$pid"
-wait "$pid"
-status=$?
-took=$(python3 -c "import sys; print(round(float(sys.argv[2]) - float(sys.argv[1]), 2))" "$sent" "$(date +%s.%N)")
-expect_status 143 "$status" "train stopped by SIGTERM during its evaluation after training"
-python3 -c "import sys; sys.exit(float(sys.argv[1]) > 5)" "$took" ||
-  fail "train took $took s to stop after SIGTERM during its evaluation after training"
+terminate_promptly "$pid" train "its evaluation after training"
 python3 -c "import json, sys; s = json.load(open(sys.argv[1])); sys.exit(not (s['interrupted'] and s['trained'] is None and s['steps'] == 2))" \
   "$work/endeval/summary.json" || fail "the summary of the stopped evaluation: $(cat "$work/endeval/summary.json")"
-echo "train stopped $took s after SIGTERM during its evaluation after training"
 
 # One query per batch with hard negatives is a loss (without them it is refused above), but
 # with no in-batch negatives: a warning.
