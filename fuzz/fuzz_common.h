@@ -11,6 +11,7 @@
 #pragma once
 
 #include "retriever/data/text_data.h"
+#include "retriever/run/plain_file_name.h"
 
 #include <unistd.h>
 
@@ -71,7 +72,7 @@ inline const std::string& write_directory(const uint8_t* data, size_t size) {
     uint32_t bytes = 0;
     for (int i = 0; i < 4 && at < size; ++i) bytes |= static_cast<uint32_t>(data[at++]) << (8 * i);
     const size_t length = std::min<size_t>(bytes, size - at);
-    if (!name.empty() && name != "." && name != ".." && name.find_first_of(std::string("/\0", 2)) == std::string::npos) {
+    if (gradcache::retriever::is_plain_file_name(name)) {
       std::ofstream out(fs::path(dir) / name, std::ios::binary | std::ios::trunc);
       out.write(reinterpret_cast<const char*>(data + at), static_cast<std::streamsize>(length));
       if (!out) std::abort();

@@ -150,8 +150,9 @@ Embeddings read_embeddings(const std::string& dir) {
   const std::string manifest_path = (fs::path(dir) / "manifest.json").string();
   // Memory is taken only for what the shard files can hold: a manifest that claims more rows
   // than its files have bytes for is refused before anything is allocated.
+  std::vector<std::string> npy_files;
   for (const auto& shard : out.manifest["shards"]) {
-    const std::string npy = shard_file(dir, shard["embeddings"], manifest_path);
+    const std::string& npy = npy_files.emplace_back(shard_file(dir, shard["embeddings"], manifest_path));
     std::error_code error;
     const auto bytes = fs::file_size(npy, error);
     const int64_t needed = shard["rows"].get<int64_t>() * dim * (dtype == torch::kFloat16 ? 2 : 4);
@@ -163,8 +164,9 @@ Embeddings read_embeddings(const std::string& dir) {
   out.vectors = torch::empty({rows, dim}, torch::kFloat32);
   out.ids.reserve(static_cast<size_t>(std::min<int64_t>(rows, 1 << 20)));
   int64_t row = 0;
-  for (const auto& shard : out.manifest["shards"]) {
-    const std::string npy = shard_file(dir, shard["embeddings"], manifest_path);
+  for (size_t i = 0; i < npy_files.size(); ++i) {
+    const auto& shard = out.manifest["shards"][i];
+    const std::string& npy = npy_files[i];
     const std::string id_file = shard_file(dir, shard["ids"], manifest_path);
     const int64_t n = shard["rows"];
     at::Tensor vectors;

@@ -108,6 +108,10 @@ std::vector<std::string> RunDirectory::run_files() const {
   return names;
 }
 
+std::string RunDirectory::move_back(const std::string& replaced) const {
+  return "mv -f " + replaced + "/* " + output_ + "/ && rmdir " + replaced;
+}
+
 std::vector<std::string> RunDirectory::stale_replaced() const {
   std::vector<fs::path> dead;
   std::error_code error;
@@ -135,9 +139,8 @@ void RunDirectory::start(bool overwrite) {
   const auto stale = stale_replaced();
   if (!stale.empty() && !overwrite) {
     throw std::invalid_argument(stale.front() + " holds the files of a run that a killed `train --overwrite` was "
-                                "replacing (it was stopped before its first checkpoint). To get that run back: mv -f " +
-                                stale.front() + "/* " + output_ + "/ && rmdir " + stale.front() +
-                                "; to discard it, pass --overwrite (or choose another --output).");
+                                "replacing (it was stopped before its first checkpoint). To get that run back: " +
+                                move_back(stale.front()) + "; to discard it, pass --overwrite (or choose another --output).");
   }
   if (metrics_elsewhere_) check_metrics_path(metrics_path_);
   fs::create_directories(output_);
@@ -150,9 +153,8 @@ CheckpointInfo RunDirectory::resume(const TrainConfig& requested, int world_size
     if (!stale.empty()) {
       throw std::invalid_argument("--resume: " + output_ + " holds no checkpoint.pt: a `train --overwrite` there was "
                                   "killed before its first checkpoint, and the run it was replacing is in " +
-                                  stale.front() + ". To resume that run, move its files back first: mv -f " +
-                                  stale.front() + "/* " + output_ + "/ && rmdir " + stale.front() +
-                                  "; or start anew with --overwrite.");
+                                  stale.front() + ". To resume that run, move its files back first: " +
+                                  move_back(stale.front()) + "; or start anew with --overwrite.");
     }
     throw std::invalid_argument("--resume: " + output_ + " holds no checkpoint.pt to resume from");
   }
@@ -165,9 +167,9 @@ CheckpointInfo RunDirectory::resume(const TrainConfig& requested, int world_size
   check_files_of(info);
   if (writer_ && metrics_elsewhere_) check_metrics_path(metrics_path_);
   if (writer_) truncate_metrics(metrics_path_, info.progress.step);
-  std::error_code ignored;  // a replacement killed after its first checkpoint: that is this one
-  for (const auto& dir : stale) {
-    if (writer_) fs::remove_all(dir, ignored);
+  if (writer_) {  // a replacement killed after its first checkpoint: that is this one
+    std::error_code ignored;
+    for (const auto& dir : stale) fs::remove_all(dir, ignored);
   }
   return info;
 }

@@ -76,6 +76,8 @@ class RunDirectory {
   /// that hold a checkpoint; the writer removes those that do not (nothing to resume there).
   std::vector<std::string> stale_replaced() const;
   void check_files_of(const CheckpointInfo& info) const;
+  /// The command that moves a killed --overwrite's aside files back into OUTPUT.
+  std::string move_back(const std::string& replaced) const;
   void restore_replaced() noexcept;
 
   std::string output_, checkpoint_path_, metrics_path_;
