@@ -6,6 +6,7 @@
 
 #include <torch/torch.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstring>
@@ -39,9 +40,12 @@ TrainingData::TrainingData(const TrainConfig& config, const TokenizerSource& tok
   const auto task = load_task(config_);
   for (const auto& notice : task.notices) log(notice);
   if (task.train.empty()) throw std::invalid_argument("no training examples");
+  stop_if_signalled(tokenizer.stop);
   load_tokenizer(task, tokenizer, log);
+  stop_if_signalled(tokenizer.stop);
   const auto tokenize_start = std::chrono::steady_clock::now();
   tokenize_training(task);
+  stop_if_signalled(tokenizer.stop);
   // Printed because it is part of the cost of training that metrics.jsonl's steps do not carry
   // (texts are tokenized once here, not per batch); bench/side_by_side.py reads it.
   char took[64];
@@ -106,6 +110,9 @@ void TrainingData::read_or_train_tokenizer(const TaskData& task, const Tokenizer
   TokenizerTrainOptions options;
   options.vocab_size = static_cast<int>(config_.tokenizer.vocab_size);
   options.fit_vocab_size = true;
+  options.stop = source.stop;
+  log("training a tokenizer of up to " + std::to_string(options.vocab_size) + " pieces on " +
+      std::to_string(std::min(texts.size(), options.max_sentences)) + " texts");
   const auto start = std::chrono::steady_clock::now();
   tokenizer_ = Tokenizer::train(texts, options, source.trained_path);
   if (tokenizer_->vocab_size() < config_.tokenizer.vocab_size) {

@@ -10,6 +10,7 @@
 #include "retriever/model/tokenizer.h"
 #include "retriever/search/evaluate.h"
 
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <optional>
@@ -45,6 +46,9 @@ class TrainingData {
     const std::string* saved = nullptr;
     std::string trained_path;
     const distributed::ProcessGroup* group = nullptr;
+    /// A signal number here stops the loading between its phases, and the tokenizer's
+    /// training at once (StoppedBySignal).
+    const std::atomic<int>* stop = nullptr;
   };
   /// Loads the task and tokenizes it; throws std::invalid_argument naming the flag or file.
   TrainingData(const TrainConfig& config, const TokenizerSource& tokenizer, BatchShare share,

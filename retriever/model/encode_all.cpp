@@ -11,13 +11,6 @@
 namespace gradcache {
 namespace retriever {
 
-StoppedBySignal::StoppedBySignal(int signal)
-    : std::runtime_error("stopped by signal " + std::to_string(signal)), signal_(signal) {}
-
-void stop_if_signalled(const std::atomic<int>* stop) {
-  if (stop && stop->load() != 0) throw StoppedBySignal(stop->load());
-}
-
 at::Tensor encode_all(const gradcache::Model& model, const std::vector<std::vector<int64_t>>& tokens,
                       int64_t batch_size, const c10::Device& device, const std::atomic<int>* stop) {
   TORCH_CHECK(!tokens.empty(), "encode_all: nothing to encode");

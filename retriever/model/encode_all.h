@@ -2,6 +2,8 @@
 // and `mine` do with a trained model.
 #pragma once
 
+#include "retriever/launch/stop_signal.h"
+
 #include <gradcache/model.h>
 
 #include <ATen/core/Tensor.h>
@@ -14,22 +16,6 @@
 
 namespace gradcache {
 namespace retriever {
-
-/// A command (eval, encode, mine) stopped between encoding batches by a signal: nothing was
-/// computed or written. The program exits with 128 + signal().
-class StoppedBySignal : public std::runtime_error {
- public:
-  explicit StoppedBySignal(int signal);
-  int signal() const { return signal_; }
-
- private:
-  int signal_;
-};
-
-/// Throws StoppedBySignal once `stop` (when given) holds a signal number: what every long loop
-/// of eval, encode and mine (encoding, index building, dense and BM25 search) calls between
-/// its blocks, so that a signal stops each phase promptly.
-void stop_if_signalled(const std::atomic<int>* stop);
 
 /// Representations [N, d] of token sequences, computed without graph in batches of
 /// `batch_size`, shortest sequences together (less padding), returned in input order.

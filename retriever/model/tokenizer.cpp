@@ -1,5 +1,6 @@
 #include "retriever/model/tokenizer.h"
 
+#include "retriever/launch/stop_signal.h"
 #include "retriever/run/atomic_file.h"
 
 #include <dlfcn.h>
@@ -377,15 +378,27 @@ Tokenizer Tokenizer::train(const std::vector<std::string>& texts, const Tokenize
                                 " training texts are empty; check the training data");
   }
 
+  // One training run, in a child process that a signal can end when options.stop is given.
+  auto train_once = [&](const TokenizerTrainOptions& settings, std::string* model_bytes, std::string* error) {
+    const std::string answer = run_stoppable(
+        [&] {
+          std::string bytes, message;
+          const bool ok = train_model_bytes(texts, order, settings, &bytes, &message);
+          return (ok ? "1" : "0") + (ok ? bytes : message);
+        },
+        settings.stop, "tokenizer training");
+    (answer[0] == '1' ? *model_bytes : *error) = answer.substr(1);
+    return answer[0] == '1';
+  };
   std::string model_bytes, error;
-  if (!train_model_bytes(texts, order, options, &model_bytes, &error)) {
+  if (!train_once(options, &model_bytes, &error)) {
     const int limit = vocab_limit(error);
     if (!options.fit_vocab_size || limit < 3 || limit >= options.vocab_size) throw_training_error(error, options);
     TokenizerTrainOptions fitted = options;  // the most pieces these texts support
     fitted.vocab_size = limit;
     model_bytes.clear();
     error.clear();
-    if (!train_model_bytes(texts, order, fitted, &model_bytes, &error)) throw_training_error(error, fitted);
+    if (!train_once(fitted, &model_bytes, &error)) throw_training_error(error, fitted);
   }
   auto model = std::make_shared<const Model>(model_bytes, "(just trained)");
   write_model_file(model_path, model_bytes);

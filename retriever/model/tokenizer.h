@@ -5,6 +5,7 @@
 
 #include <gradcache/hf/tokenizer.h>
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -29,6 +30,10 @@ struct TokenizerTrainOptions {
   /// high"), train with the most they support instead of failing; vocab_size() of the result
   /// tells. A default vocabulary must not fail on a small training file.
   bool fit_vocab_size = false;
+  /// When given: training runs in a child process that is killed as soon as *stop holds a
+  /// signal number (StoppedBySignal, model/encode_all.h); sentencepiece itself cannot be
+  /// interrupted. The model's bytes are the same either way.
+  const std::atomic<int>* stop = nullptr;
 };
 
 /// The text put before every query and every passage before tokenizing (sentence-transformers'

@@ -94,6 +94,7 @@ RunDirectory::~RunDirectory() {
   restore_replaced();
   std::error_code ignored;
   for (const auto& file : scratch_) fs::remove(file, ignored);
+  if (created_) fs::remove(output_, ignored);  // only if empty: a run stopped or failed before its first file
 }
 
 std::string RunDirectory::scratch_path(const std::string& name) {
@@ -143,7 +144,7 @@ void RunDirectory::start(bool overwrite) {
                                 move_back(stale.front()) + "; to discard it, pass --overwrite (or choose another --output).");
   }
   if (metrics_elsewhere_) check_metrics_path(metrics_path_);
-  fs::create_directories(output_);
+  created_ = fs::create_directories(output_);
   fresh_metrics_ = true;
 }
 

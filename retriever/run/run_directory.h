@@ -86,6 +86,7 @@ class RunDirectory {
   bool metrics_elsewhere_;  // --metrics-out given
   bool writer_;
   bool fresh_metrics_ = false;  // a new run: the first line replaces the file's content
+  bool created_ = false;        // start() made output_: removed again if the run leaves it empty
   std::ofstream metrics_;
 };
 

@@ -102,22 +102,26 @@ struct Bm25Index::Impl {
     std::error_code ignored;
     if (temporary) fs::remove_all(path, ignored);
   }
-  void build_temporary(const TextCollection& corpus, const std::string& signature);
-  void build_named(const TextCollection& corpus, const std::string& signature);
+  // `announce` says that indexing starts (not said when an index is reused).
+  void build_temporary(const TextCollection& corpus, const std::string& signature, const std::function<void()>& announce);
+  void build_named(const TextCollection& corpus, const std::string& signature, const std::function<void()>& announce);
 };
 
-void Bm25Index::Impl::build_temporary(const TextCollection& corpus, const std::string& signature) {
+void Bm25Index::Impl::build_temporary(const TextCollection& corpus, const std::string& signature,
+                                      const std::function<void()>& announce) {
   std::string pattern = (fs::temp_directory_path() / "gradcache-bm25-XXXXXX").string();
   if (!mkdtemp(pattern.data())) {
     throw std::runtime_error("BM25: cannot create a temporary directory in " + fs::temp_directory_path().string());
   }
   path = pattern;
   temporary = true;  // removed with the index, also when the constructor throws
+  announce();
   write_database(path, corpus, signature, options.stop);
 }
 
 // Rebuilt beside the directory and renamed over it: the directory always holds a whole index.
-void Bm25Index::Impl::build_named(const TextCollection& corpus, const std::string& signature) {
+void Bm25Index::Impl::build_named(const TextCollection& corpus, const std::string& signature,
+                                  const std::function<void()>& announce) {
   const Found found = inspect(path, signature);
   if (found == Found::Same) {
     reused = true;
@@ -135,6 +139,7 @@ void Bm25Index::Impl::build_named(const TextCollection& corpus, const std::strin
     throw std::runtime_error("--bm25-index " + path + ": cannot create " + parent.string() + ": " + ec.message());
   }
   fs::remove_all(building, ec);
+  announce();
   try {
     write_database(building, corpus, signature, options.stop);
   } catch (...) {  // a signal or an error: no half-built index is left
@@ -154,12 +159,16 @@ Bm25Index::Bm25Index(const TextCollection& corpus, const Bm25Options& options,
   s.size = corpus.size();
   const std::string signature = corpus_signature(corpus);
   const auto start = std::chrono::steady_clock::now();
+  // A line before a long indexing too, so that a log shows the phase the program is in.
+  auto announce = [&] {
+    if (log) log("BM25: indexing " + std::to_string(s.size) + " passages");
+  };
   try {
     if (options.index_dir.empty()) {
-      s.build_temporary(corpus, signature);
+      s.build_temporary(corpus, signature, announce);
     } else {
       s.path = options.index_dir;
-      s.build_named(corpus, signature);
+      s.build_named(corpus, signature, announce);
     }
     s.db = Xapian::Database(s.path);
   } catch (const Xapian::Error& e) {

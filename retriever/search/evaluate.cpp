@@ -83,6 +83,10 @@ void search_and_score(BiEncoder& model, const at::Tensor& all_docs, const at::Te
   const DenseIndex index(docs, options.index);
   out.index = index.describe();
   out.index_seconds = seconds_since(start);
+  if (options.log) {
+    options.log("searching with " + out.index +
+                (options.prefix_dim > 0 ? " (first " + std::to_string(options.prefix_dim) + " dimensions)" : ""));
+  }
   start = std::chrono::steady_clock::now();
   const bool rerank = options.rerank_k > 0 && model.similarity() && options.prefix_dim <= 0;
   const TopK searched = index.search(queries, rerank ? std::max(options.top_k, options.rerank_k) : options.top_k);

@@ -54,6 +54,9 @@ struct EvalOptions {
   /// > 0 and the model has a learned similarity Phi: also re-rank each query's dense top
   /// rerank_k with Phi (DenseEvaluation::reranked). 0: the dense ranking only.
   int64_t rerank_k = 0;
+  /// Hears a line as each search starts ("searching with exact"), so that a log shows the
+  /// phase a long evaluation is in (may be empty).
+  std::function<void(const std::string&)> log;
 };
 
 /// A dense evaluation and how its search went.

@@ -107,6 +107,7 @@ EvalReport evaluate_checkpoint(const EvalSettings& s, const EvalControl& control
   options.top_k = s.top_k;
   options.device = device;
   options.stop = control.stop;
+  options.log = log;
   options.index = s.index;
   options.index.threads = s.threads > 0 ? s.threads : 1;
   options.index.stop = control.stop;

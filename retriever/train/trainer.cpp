@@ -141,6 +141,7 @@ void Run::load_data() {
   tokenizer.saved = resumed_ ? &resumed_->tokenizer : nullptr;
   tokenizer.trained_path = directory_->scratch_path("tokenizer.model");  // written there at the claim
   tokenizer.group = group_.get();
+  tokenizer.stop = options_.stop;
   data_ = std::make_unique<TrainingData>(config_, tokenizer, BatchShare{rank_, world_},
                                          [this](const std::string& text) { log(text); });
   evaluation_ = std::make_unique<RunEvaluation>(config_, *data_, device_,
@@ -321,6 +322,7 @@ void Run::write_run_files() {
     directory_->write("config.json", config);
     return;
   }
+  stop_if_signalled(options_.stop);  // a signal during the set-up: exit 128 + signal, nothing written
   const bool sentencepiece = data_->tokenizer().kind() == TokenizerKind::SentencePiece;
   directory_->claim({{sentencepiece ? "tokenizer.model" : "tokenizer.json", data_->tokenizer().serialized()},
                      {"config.json", config}});

@@ -119,49 +119,7 @@ for signal in INT TERM; do
   [ -s "$work/evalsig.out" ] && fail "eval stopped by SIG$signal printed metrics"
 done
 
-# PID COMMAND PHASE: SIGTERM to PID, which must end with 143 within 5 s; the delay is printed.
-terminate_promptly() {
-  local sent status took
-  sent=$(date +%s.%N)
-  kill -TERM "$1"
-  wait "$1"
-  status=$?
-  took=$(python3 -c "import sys; print(round(float(sys.argv[2]) - float(sys.argv[1]), 2))" "$sent" "$(date +%s.%N)")
-  expect_status 143 "$status" "$2 stopped by SIGTERM during $3"
-  python3 -c "import sys; sys.exit(float(sys.argv[1]) > 5)" "$took" || fail "$2 took $took s to stop after SIGTERM during $3"
-  echo "$2 stopped $took s after SIGTERM during $3"
-}
-
-# Issue 27: a signal during ranking was swallowed: eval ran on and printed its table. Here the
-# BM25 search of 20000 queries (tens of seconds) is under way when SIGTERM comes: 143, promptly
-# (the time it took is printed), nothing on stdout.
-awk 'BEGIN { for (i = 1; i <= 20000; i++) printf "m%d\tpassage %d about a dog and a cat\n", i, i }' >"$work/many_queries.tsv"
-awk 'BEGIN { for (i = 1; i <= 20000; i++) printf "m%d 0 d%d 1\n", i, i }' >"$work/many_qrels.txt"
-"$bin" eval --checkpoint "$work/run" --corpus "$work/corpus.tsv" --queries "$work/many_queries.tsv" \
-  --qrels "$work/many_qrels.txt" >"$work/ranksig.out" 2>"$work/ranksig.err" &
-pid=$!
-for _ in $(seq 2400); do
-  grep -q "BM25: indexed" "$work/ranksig.err" && break
-  sleep 0.05
-done
-grep -q "BM25: indexed" "$work/ranksig.err" || fail "eval never reached its BM25 search: $(tail -3 "$work/ranksig.err")"
-terminate_promptly "$pid" eval "the BM25 search"
-[ -s "$work/ranksig.out" ] && fail "eval stopped during the BM25 search printed metrics"
-
-# Issue 27: SIGTERM during the evaluation after training was swallowed (the run evaluated on
-# for minutes and exited 0). Now: 143 promptly, the trained checkpoint kept, the summary saying so.
-"$bin" train --quick --steps 2 --eval-baseline false --eval-batch-size 1 --eval-corpus "$work/corpus.tsv" \
-  --eval-queries "$work/queries.tsv" --eval-qrels "$work/qrels.txt" --output "$work/endeval" \
-  >"$work/endeval.out" 2>"$work/endeval.err" &
-pid=$!
-for _ in $(seq 1200); do
-  [ -f "$work/endeval/checkpoint.pt" ] && break
-  sleep 0.05
-done
-sleep 0.5  # into the encoding of 20000 passages one by one (tens of seconds)
-terminate_promptly "$pid" train "its evaluation after training"
-python3 -c "import json, sys; s = json.load(open(sys.argv[1])); sys.exit(not (s['interrupted'] and s['trained'] is None and s['steps'] == 2))" \
-  "$work/endeval/summary.json" || fail "the summary of the stopped evaluation: $(cat "$work/endeval/summary.json")"
+# The other phases of eval, and those of train and mine: signals_test.sh.
 
 # One query per batch with hard negatives is a loss (without them it is refused above), but
 # with no in-batch negatives: a warning.
