@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
-# Builds the library, the retriever library, their tests and the fuzz targets with clang,
-# AddressSanitizer and UndefinedBehaviorSanitizer in a separate build directory, and runs the
-# tests with ctest. Part of CI (.ci/run), where it is also the second LibTorch configuration:
-# it builds against Debian's LibTorch 1.13 (GRADCACHE_LIBTORCH=1.13, the default here; the
-# README's build uses LibTorch 2.x from the torch wheel), so CI compiles every source of the
-# library, the retriever and the CLI against both versions and runs the core and retriever
-# tests on both.
+# Builds the library, the retriever library, the gradcache program, their tests and the fuzz
+# targets with clang, AddressSanitizer and UndefinedBehaviorSanitizer in a separate build
+# directory, and runs the tests with ctest. Part of CI (.ci/run), where it is also the second
+# LibTorch configuration: it builds against Debian's LibTorch 1.13 (GRADCACHE_LIBTORCH=1.13, the
+# default here; the README's build uses LibTorch 2.x from the torch wheel), so CI compiles every
+# source of the library, the retriever and the CLI against both versions and runs their tests
+# on both.
 #
 #   scripts/sanitize.sh              # build-asan/: build, then run the tests
 #   scripts/sanitize.sh --build-only # build only (scripts/fuzz.sh uses this)
@@ -20,12 +20,14 @@
 #   GRADCACHE_LIBTORCH  1.13 (default: Debian's) or wheel (LibTorch 2.x from .venv); see
 #               scripts/libtorch.sh
 #
-# What runs: the core tests (gradcache_tests), the retriever tests (retriever_tests: the
-# readers, settings, tokenizer, training steps and the trainer end to end through the library
-# the program is a thin layer over) and the Hugging Face tests (hf_tests: tokenizer, safetensors,
-# BERT, sentence-transformers modules; their live comparisons skip without the Python
-# packages); ctest labels core|retriever|hf. Not run here: the
-# distributed tests (two processes over Gloo), the CLI, package and bench tests.
+# What runs: the core tests (gradcache_tests), the distributed tests (distributed_tests: two
+# processes over Gloo), the retriever tests (retriever_tests: the readers, settings, tokenizer,
+# training steps and the trainer end to end through the library the program is a thin layer
+# over), the Hugging Face tests (hf_tests: tokenizer, safetensors, BERT, sentence-transformers
+# modules; their live comparisons skip without the Python packages) and the program itself (the
+# shell tests of tests/cli: every command, signals, kill-and-resume, a full disk); ctest labels
+# core|distributed|retriever|hf|cli|faults. Checks that need the 2.x Python packages report
+# SKIPPED or skip their part here. Not run here: the package and bench tests.
 #
 # LibTorch is not instrumented. The tokenizer loads sentencepiece into a link-map namespace of
 # its own (retriever/model/tokenizer.cpp); that works under ASan (RTLD_DEEPBIND, used before, does
@@ -73,13 +75,13 @@ echo "== build"
 fuzz_targets=$(cd "$root/fuzz" && ls fuzz_*.cpp | sed 's/\.cpp$//')
 # shellcheck disable=SC2086  # one word per target
 nice -n "$nice_level" cmake --build "$build" --parallel "$jobs" \
-  --target gradcache_tests retriever_tests hf_tests $fuzz_targets
+  --target gradcache_tests distributed_tests retriever_tests hf_tests gradcache_cli compare_checkpoints $fuzz_targets
 built=$(date +%s)
 echo "   built in $((built - started)) s"
 [ "$build_only" = 1 ] && exit 0
 
 # ASan: leak detection stays on. Measured (Debian 12, LibTorch 1.13): LeakSanitizer reports
-# nothing at exit for gradcache_tests or retriever_tests, so LibTorch's process-lifetime
+# nothing at exit for the test programs or the gradcache program, so LibTorch's process-lifetime
 # allocations are still reachable and need no suppression; if one ever shows up, add an
 # LSAN_OPTIONS=suppressions=... file for it rather than detect_leaks=0.
 # detect_stack_use_after_return catches references to dead stack frames (instrumented code only).
@@ -90,7 +92,7 @@ export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
 echo "== test (ASAN_OPTIONS=$ASAN_OPTIONS)"
 status=0
 # shellcheck disable=SC2086  # CTEST_ARGS is a list of words
-(cd "$build" && ctest -L 'core|retriever|hf' --output-on-failure --parallel "$jobs" --timeout 900 ${CTEST_ARGS:-}) || status=$?
+(cd "$build" && ctest -L 'core|distributed|retriever|hf|cli|faults' --output-on-failure --parallel "$jobs" --timeout 900 ${CTEST_ARGS:-}) || status=$?
 finished=$(date +%s)
 echo "== sanitize.sh: build $((built - started)) s, tests $((finished - built)) s, total $((finished - started)) s; ctest status $status"
 exit "$status"

@@ -3,6 +3,7 @@
 #include "retriever/data/text_data.h"
 #include "retriever/run/atomic_file.h"
 #include "retriever/run/checkpoint.h"
+#include "retriever/run/error_message.h"
 #include "retriever/run/plain_file_name.h"
 #include "retriever/run/zip_integrity.h"
 
@@ -38,10 +39,8 @@ void probe_exported(const BiEncoder& model, const Tokenizer& tokenizer, int64_t 
     torch::NoGradGuard no_grad;
     vectors = model.query_model()(ModelInput(probe)).toTensor();
   } catch (const c10::Error& e) {
-    std::string what = e.what_without_backtrace();
-    what = what.substr(0, what.find('\n'));
     throw std::runtime_error(file + " cannot encode the ids of its tokenizer.model (" +
-                             std::to_string(tokenizer.vocab_size()) + " pieces): " + what +
+                             std::to_string(tokenizer.vocab_size()) + " pieces): " + error_first_line(e) +
                              "; the tokenizer or the model comes from another export: export the run again");
   }
   if (vectors.dim() != 2 || vectors.size(1) != dim)
@@ -141,8 +140,7 @@ TextEncoder load_exported_encoder(const std::string& dir, const std::string& sid
   try {
     model = BiEncoder::torchscript_from_bytes({bytes});
   } catch (const c10::Error& e) {
-    std::string what = e.what_without_backtrace();
-    throw std::runtime_error(file + " is not a TorchScript encoder: " + what.substr(0, what.find('\n')));
+    throw std::runtime_error(file + " is not a TorchScript encoder: " + error_first_line(e));
   }
   model.train(false);
   probe_exported(model, tokenizer, dim, file);

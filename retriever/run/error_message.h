@@ -21,5 +21,12 @@ inline std::string error_message(const std::exception& e) {
   return printable_utf8(e.what());
 }
 
+/// The first line of error_message(e): for a message inside a sentence of our own. A TorchScript
+/// module's error carries the interpreter's traceback (the module's code, line by line) under it.
+inline std::string error_first_line(const std::exception& e) {
+  std::string text = error_message(e);
+  return text.substr(0, text.find('\n'));
+}
+
 }  // namespace retriever
 }  // namespace gradcache

@@ -135,6 +135,7 @@ TEST(Export, DamagedOrMismatchedExportsAreRefused) {
     const std::string error = error_of([&] { gr::load_exported_encoder(settings.output, "query"); });
     EXPECT_NE(error.find(expected), std::string::npos) << "expected \"" << expected << "\", got: " << error;
     EXPECT_EQ(error.find("frame #"), std::string::npos) << "a LibTorch backtrace reached the message: " << error;
+    EXPECT_EQ(error.find('\n'), std::string::npos) << "the TorchScript traceback reached the message: " << error;
   };
   EXPECT_EQ(error_of([&] { gr::load_exported_encoder(settings.output, "query"); }), "");
   for (const auto& [key, value, expected] :
