@@ -1,6 +1,6 @@
 // Tests of the retriever's evaluation pieces: tokenizer, retrieval metrics, exact blocked search.
-#include "retriever/launch/stop_signal.h"
 #include "retriever/model/tokenizer.h"
+#include "tests/retriever/text_test_util.h"
 #include "retriever/search/exact_top_k.h"
 #include "retriever/search/metrics.h"
 
@@ -10,16 +10,12 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <atomic>
-#include <chrono>
 #include <cmath>
-#include <csignal>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <stdexcept>
 #include <string>
-#include <thread>
 #include <tuple>
 #include <utility>
 #include <vector>
@@ -31,43 +27,11 @@ using gradcache::retriever::compute_metrics;
 using gradcache::retriever::exact_top_k;
 using gradcache::retriever::format_metrics_table;
 using gradcache::retriever::RetrievalMetrics;
-using gradcache::retriever::run_stoppable;
-using gradcache::retriever::StoppedBySignal;
 using gradcache::retriever::Tokenizer;
 using gradcache::retriever::TokenizerTrainOptions;
 
 // ---------------------------------------------------------------------------------------------
 // Tokenizer
-
-/// A few thousand short sentences, the same every time: a fixed word list (for readable checks)
-/// plus a few hundred made-up words, enough material for a vocabulary of 200 pieces.
-std::vector<std::string> make_corpus(size_t count) {
-  const std::vector<std::string> adjectives = {"quick", "lazy", "brown", "small", "green", "happy", "old", "young"};
-  const std::vector<std::string> nouns = {"fox", "dog", "cat", "bird", "horse", "farmer", "river", "garden", "house"};
-  const std::vector<std::string> verbs = {"jumps over", "runs past", "watches", "follows", "sleeps near", "finds"};
-  const std::vector<std::string> syllables = {"ka", "lo", "mi", "ne", "ru", "sa", "ti", "vo", "ze", "bri",
-                                              "dor", "fen", "gal", "hup", "jin", "qua", "wex", "yst", "pl", "ch"};
-  uint64_t state = 12345;
-  auto next = [&state](size_t bound) {
-    state = state * 6364136223846793005ULL + 1442695040888963407ULL;
-    return static_cast<size_t>((state >> 33) % bound);
-  };
-  std::vector<std::string> made_up;
-  for (int i = 0; i < 400; ++i) {
-    std::string word;
-    for (size_t n = 2 + next(3); n > 0; --n) word += syllables[next(syllables.size())];
-    made_up.push_back(word);
-  }
-  auto pick = [&next](const std::vector<std::string>& words) -> const std::string& {
-    return words[next(words.size())];
-  };
-  std::vector<std::string> texts;
-  for (size_t i = 0; i < count; ++i) {
-    texts.push_back("The " + pick(adjectives) + " " + pick(nouns) + " " + pick(verbs) + " the " + pick(adjectives) +
-                    " " + pick(nouns) + " " + pick(made_up) + " " + pick(made_up) + ".");
-  }
-  return texts;
-}
 
 std::string read_bytes(const fs::path& path) {
   std::ifstream in(path, std::ios::binary);
@@ -81,7 +45,7 @@ class TokenizerTest : public ::testing::Test {
   static void SetUpTestSuite() {
     directory_ = new fs::path(fs::temp_directory_path() / ("gradcache_test_eval_" + std::to_string(::getpid())));
     fs::create_directories(*directory_);
-    corpus_ = new std::vector<std::string>(make_corpus(3000));
+    corpus_ = new std::vector<std::string>(text_test::sentences(3000));
     options_.vocab_size = 200;
     model_path_ = new std::string((*directory_ / "sub" / "tok.model").string());  // "sub" does not exist yet
     tokenizer_ = new Tokenizer(Tokenizer::train(*corpus_, options_, *model_path_));
@@ -177,60 +141,6 @@ TEST_F(TokenizerTest, TrainingIsDeterministic) {
   const Tokenizer second = Tokenizer::train(*corpus_, sampled, path_in_dir("sampled2.model"));
   EXPECT_EQ(first.serialized(), second.serialized());
   EXPECT_NE(first.serialized(), tokenizer_->serialized());
-}
-
-// With a stop flag the training runs in a child process (so that a signal can end it): the
-// same model bytes; a flag set during training ends it at once, with no model file.
-TEST_F(TokenizerTest, TrainingThatASignalCanStop) {
-  std::atomic<int> stop{0};
-  TokenizerTrainOptions stoppable = options_;
-  stoppable.stop = &stop;
-  EXPECT_EQ(Tokenizer::train(*corpus_, stoppable, path_in_dir("child.model")).serialized(), tokenizer_->serialized());
-
-  // 8000 pieces over 100,000 texts: seconds of training, which the flag cuts short.
-  const std::vector<std::string> large = make_corpus(100000);
-  stoppable.vocab_size = 8000;
-  stoppable.fit_vocab_size = true;
-  const auto start = std::chrono::steady_clock::now();
-  std::thread signaller([&] {
-    std::this_thread::sleep_for(std::chrono::milliseconds(200));
-    stop = SIGTERM;
-  });
-  try {
-    Tokenizer::train(large, stoppable, path_in_dir("stopped.model"));
-    ADD_FAILURE() << "the training was not stopped";
-  } catch (const StoppedBySignal& stopped) {
-    EXPECT_EQ(stopped.signal(), SIGTERM);
-  }
-  signaller.join();
-  const double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  EXPECT_LT(took, 2.0) << "the stop took effect " << took - 0.2 << " s after the flag was set";
-  EXPECT_FALSE(fs::exists(path_in_dir("stopped.model")));
-  EXPECT_FALSE(fs::exists(path_in_dir("stopped.model.tmp")));
-}
-
-// run_stoppable: the child's result, its exception as a message, and its death, each reported.
-TEST(RunStoppable, ReportsTheChildsResultItsErrorAndItsDeath) {
-  std::atomic<int> stop{0};
-  const std::string big(3 << 20, 'x');  // more than a pipe holds at once
-  EXPECT_EQ(run_stoppable([&] { return big; }, &stop, "copying"), big);
-  EXPECT_EQ(run_stoppable([] { return std::string(); }, &stop, "nothing"), "");
-  try {
-    run_stoppable([]() -> std::string { throw std::invalid_argument("bad vocabulary"); }, &stop, "training");
-    ADD_FAILURE() << "no exception";
-  } catch (const std::runtime_error& e) {
-    EXPECT_STREQ(e.what(), "bad vocabulary");
-  }
-  try {
-    run_stoppable([]() -> std::string { ::raise(SIGKILL); return ""; }, &stop, "tokenizer training");
-    ADD_FAILURE() << "no exception";
-  } catch (const std::runtime_error& e) {
-    EXPECT_NE(std::string(e.what()).find("tokenizer training: the process doing it was killed by signal 9"),
-              std::string::npos) << e.what();
-  }
-  stop = SIGINT;  // already set: nothing is started
-  EXPECT_THROW(run_stoppable([] { return std::string("x"); }, &stop, "x"), StoppedBySignal);
-  EXPECT_EQ(run_stoppable([] { return std::string("here"); }, nullptr, "x"), "here");  // no flag: in this process
 }
 
 TEST_F(TokenizerTest, BpeModelType) {

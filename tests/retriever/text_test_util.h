@@ -1,5 +1,5 @@
-// Shared by the tests of the text data readers and WordNet: scratch directories and the
-// check of a DataError's PATH:LINE message.
+// Shared by the tests of the text data readers, WordNet and the tokenizer: scratch directories,
+// the check of a DataError's PATH:LINE message, and sentences to train a tokenizer on.
 #pragma once
 
 #include "retriever/data/text_data.h"
@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <cstdint>
 #include <filesystem>
 #include <fstream>
 #include <functional>
@@ -68,5 +69,35 @@ inline void expect_data_error(const std::function<void()>& fn, const std::string
 }
 
 using Strings = std::vector<std::string>;
+
+// `count` short sentences, the same every time: a fixed word list (for readable checks) plus a
+// few hundred made-up words; a few thousand are enough material for a vocabulary of 200 pieces.
+inline std::vector<std::string> sentences(size_t count) {
+  const std::vector<std::string> adjectives = {"quick", "lazy", "brown", "small", "green", "happy", "old", "young"};
+  const std::vector<std::string> nouns = {"fox", "dog", "cat", "bird", "horse", "farmer", "river", "garden", "house"};
+  const std::vector<std::string> verbs = {"jumps over", "runs past", "watches", "follows", "sleeps near", "finds"};
+  const std::vector<std::string> syllables = {"ka", "lo", "mi", "ne", "ru", "sa", "ti", "vo", "ze", "bri",
+                                              "dor", "fen", "gal", "hup", "jin", "qua", "wex", "yst", "pl", "ch"};
+  uint64_t state = 12345;
+  auto next = [&state](size_t bound) {
+    state = state * 6364136223846793005ULL + 1442695040888963407ULL;
+    return static_cast<size_t>((state >> 33) % bound);
+  };
+  std::vector<std::string> made_up;
+  for (int i = 0; i < 400; ++i) {
+    std::string word;
+    for (size_t n = 2 + next(3); n > 0; --n) word += syllables[next(syllables.size())];
+    made_up.push_back(word);
+  }
+  auto pick = [&next](const std::vector<std::string>& words) -> const std::string& {
+    return words[next(words.size())];
+  };
+  std::vector<std::string> texts;
+  for (size_t i = 0; i < count; ++i) {
+    texts.push_back("The " + pick(adjectives) + " " + pick(nouns) + " " + pick(verbs) + " the " + pick(adjectives) +
+                    " " + pick(nouns) + " " + pick(made_up) + " " + pick(made_up) + ".");
+  }
+  return texts;
+}
 
 }  // namespace text_test
