@@ -77,6 +77,15 @@ stop TERM "the tokenizer's training" "trained a"
 grep -q "stopped by signal 15 before training began; nothing of this run was written" "$work/train_tokenizer.err" ||
   fail "train stopped in its set-up did not say so"
 
+# The same with two processes (--nproc 2): rank 0 trains the tokenizer while rank 1 waits for it;
+# both stop, the launcher exits 143, and no error is printed (rank 1's wait failing as rank 0
+# stopped is the same stop).
+start train_tokenizer2 "$bin" train --nproc 2 --steps 3 --eval false --output "$work/tokenizer_run2"
+await "$(logged "training a tokenizer")"
+stop TERM "the tokenizer's training (--nproc 2)" "trained a"
+[ -e "$work/tokenizer_run2" ] && fail "train --nproc 2 stopped during its set-up left $work/tokenizer_run2"
+grep -q "error" "$work/train_tokenizer2.err" && fail "train --nproc 2 stopped by SIGTERM printed an error: $(cat "$work/train_tokenizer2.err")"
+
 # train: the evaluation after training (20,000 passages one by one). The trained checkpoint is
 # kept and summary.json says the run was interrupted.
 start train_eval "$bin" train --quick --steps 2 --eval-baseline false --eval-batch-size 1 --eval-corpus "$work/corpus.tsv" \

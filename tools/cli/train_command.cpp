@@ -174,10 +174,15 @@ std::function<int()> add_train_command(CLI::App& app) {
     retriever::TrainResult result;
     try {
       result = retriever::train(c, options);
-    } catch (const retriever::StoppedBySignal& stopped) {  // during the evaluation before training
+    } catch (const retriever::StoppedBySignal& stopped) {  // during the set-up or the evaluation before training
       std::cerr << "gradcache train: stopped by signal " << stopped.signal()
                 << " before training began; nothing of this run was written" << std::endl;
       return 128 + stopped.signal();
+    } catch (const std::exception&) {
+      // Every rank gets the signal; one that stops first (rank 0, in the tokenizer's training)
+      // fails the others' next collective: the same stop, which that rank has reported.
+      if (!options.group || stop_signal.load() == 0) throw;
+      return 128 + stop_signal.load();
     }
     if (result.interrupted) return 128 + (result.stop_signal ? result.stop_signal : 2);
     if (options.group && options.group->rank() != 0) return 0;  // rank 0 reports
