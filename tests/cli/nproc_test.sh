@@ -74,6 +74,18 @@ expect_gone() {
   return 0
 }
 
+# The pids of the launcher's ranks in rank order, read from each child's RANK (pgrep lists pids
+# in numeric order, which is not the rank order once pids wrap around).
+rank_pids() {
+  local pid rank
+  local -a by_rank=()
+  for pid in $(pgrep -P "$1"); do
+    rank=$(tr '\0' '\n' <"/proc/$pid/environ" 2>/dev/null | sed -n 's/^RANK=//p')
+    [ -n "$rank" ] && by_rank[rank]=$pid
+  done
+  echo "${by_rank[@]}"
+}
+
 # A rank killed (SIGKILL): the launcher stops the other, names the dead one, exits 1, and
 # leaves no process behind; well within --dist-timeout 20.
 for victim in 0 1; do
@@ -81,7 +93,7 @@ for victim in 0 1; do
     2>"$work/kill$victim.err" &
   launcher=$!
   wait_for_step "$work/kill$victim"
-  ranks=($(pgrep -P "$launcher"))
+  ranks=($(rank_pids "$launcher"))
   [ "${#ranks[@]}" = 2 ] || fail "the launcher should have 2 child processes, has ${#ranks[@]}"
   start=$SECONDS
   kill -KILL "${ranks[victim]}"
@@ -97,7 +109,7 @@ done
 "${train[@]}" --steps 100 --nproc 2 --output "$work/sig" >/dev/null 2>"$work/sig.err" &
 launcher=$!
 wait_for_step "$work/sig"
-ranks=($(pgrep -P "$launcher"))
+ranks=($(rank_pids "$launcher"))
 kill -INT "$launcher"
 wait "$launcher"
 expect_status 130 $? "SIGINT to train --nproc 2"
