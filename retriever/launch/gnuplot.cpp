@@ -1,11 +1,14 @@
 #include "retriever/launch/gnuplot.h"
 
+#include "retriever/launch/stop_signal.h"
+
 #include <fcntl.h>
 #include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <cerrno>
+#include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -55,7 +58,7 @@ std::string png_terminal(int width, int height, const std::string& options) {
 }
 
 // Runs gnuplot on `script`; throws with its messages (from `log`) when it fails.
-void run_gnuplot(const std::string& script, const std::string& log_path) {
+void run_gnuplot(const std::string& script, const std::string& log_path, const std::atomic<int>* stop) {
   const TemporaryLog temporary(log_path);
   const std::string& log = temporary.path;
   posix_spawn_file_actions_t actions;
@@ -70,7 +73,18 @@ void run_gnuplot(const std::string& script, const std::string& log_path) {
   if (failed == ENOENT) throw std::runtime_error("gnuplot is not installed (Debian: apt-get install gnuplot-nox)");
   if (failed) throw std::runtime_error(std::string("cannot run gnuplot: ") + std::strerror(failed));
   int status = 0;
-  while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  // With a stop flag, gnuplot is polled every 20 ms rather than waited for, so that a signal
+  // (which the program's handler turns into the flag) ends it at once.
+  for (;;) {
+    const pid_t ended = waitpid(pid, &status, stop ? WNOHANG : 0);
+    if (ended == pid || (ended < 0 && errno != EINTR)) break;
+    if (stop && stop->load() != 0) {
+      kill(pid, SIGKILL);
+      while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+      }
+      throw StoppedBySignal(stop->load());
+    }
+    if (ended == 0) usleep(20000);
   }
   if (WIFEXITED(status) && WEXITSTATUS(status) == 0) return;
   std::ifstream in(log);

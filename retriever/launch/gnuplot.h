@@ -2,6 +2,7 @@
 // draw PNGs: a script file, gnuplot started without a shell, its messages in the error.
 #pragma once
 
+#include <atomic>
 #include <string>
 
 namespace gradcache {
@@ -17,7 +18,8 @@ std::string png_terminal(int width, int height, const std::string& options = "")
 
 /// Runs `gnuplot SCRIPT`, its stdout and stderr into `log` (a temporary file when empty).
 /// Throws with gnuplot's messages when it fails, and says so when gnuplot is not installed.
-void run_gnuplot(const std::string& script, const std::string& log = "");
+/// Once `stop` (when given) holds a signal number, gnuplot is killed and StoppedBySignal thrown.
+void run_gnuplot(const std::string& script, const std::string& log = "", const std::atomic<int>* stop = nullptr);
 
 }  // namespace retriever
 }  // namespace gradcache

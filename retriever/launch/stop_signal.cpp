@@ -1,5 +1,7 @@
 #include "retriever/launch/stop_signal.h"
 
+#include "retriever/run/atomic_file.h"
+
 #include <fcntl.h>
 #include <poll.h>
 #include <sys/prctl.h>
@@ -17,6 +19,10 @@ namespace retriever {
 StoppedBySignal::StoppedBySignal(int signal)
     : std::runtime_error("stopped by signal " + std::to_string(signal)), signal_(signal) {}
 
+std::string signal_name(int signal) {
+  return signal == SIGINT ? "SIGINT" : signal == SIGTERM ? "SIGTERM" : "signal " + std::to_string(signal);
+}
+
 void stop_if_signalled(const std::atomic<int>* stop) {
   if (stop && stop->load() != 0) throw StoppedBySignal(stop->load());
 }
@@ -24,16 +30,6 @@ void stop_if_signalled(const std::atomic<int>* stop) {
 namespace {
 
 // The child's answer on the pipe: one byte ('r' result, 'e' exception), then its text.
-void write_all(int fd, const std::string& bytes) {
-  size_t done = 0;
-  while (done < bytes.size()) {
-    const ssize_t n = ::write(fd, bytes.data() + done, bytes.size() - done);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return;  // the parent is gone or stopped listening: nothing to tell
-    done += static_cast<size_t>(n);
-  }
-}
-
 [[noreturn]] void run_child(int fd, const std::function<std::string()>& work) {
   std::string answer;
   try {
@@ -43,7 +39,8 @@ void write_all(int fd, const std::string& bytes) {
   } catch (...) {
     answer = "eunknown exception";
   }
-  write_all(fd, answer);
+  // A failed write means the parent is gone or stopped listening: nobody to tell.
+  write_all(fd, answer.data(), answer.size());
   ::_exit(0);  // no destructors, atexit handlers or buffered output of the parent's copy
 }
 

@@ -23,6 +23,9 @@ class StoppedBySignal : public std::runtime_error {
   int signal_;
 };
 
+/// "SIGINT", "SIGTERM" (the signals the program stops on), else "signal N": for messages.
+std::string signal_name(int signal);
+
 /// Throws StoppedBySignal once `stop` (when given) holds a signal number: what every long loop
 /// of train, eval, encode and mine calls between its blocks, so that a signal stops each phase
 /// promptly.

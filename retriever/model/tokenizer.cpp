@@ -110,16 +110,11 @@ struct ShimApi {
     // An anonymous memory file holding the shim: nothing to install or find next to the program.
     const int fd = memfd_create("gradcache-sentencepiece-shim", MFD_CLOEXEC);
     if (fd < 0) fail(std::string("memfd_create failed (") + std::strerror(errno) + ")");
-    size_t written = 0;
-    while (written < gradcache_sentencepiece_shim_size) {
-      const ssize_t n = write(fd, gradcache_sentencepiece_shim + written, gradcache_sentencepiece_shim_size - written);
-      if (n < 0 && errno == EINTR) continue;
-      if (n <= 0) {
-        const int error = errno;
-        close(fd);
-        fail(std::string("cannot write the shim to a memory file (") + std::strerror(error) + ")");
-      }
-      written += static_cast<size_t>(n);
+    if (!write_all(fd, reinterpret_cast<const char*>(gradcache_sentencepiece_shim),
+                   gradcache_sentencepiece_shim_size)) {
+      const int error = errno;
+      close(fd);
+      fail(std::string("cannot write the shim to a memory file (") + std::strerror(error) + ")");
     }
     const std::string path = "/proc/self/fd/" + std::to_string(fd);
     void* lib = dlmopen(LM_ID_NEWLM, path.c_str(), RTLD_NOW | RTLD_LOCAL);

@@ -1,6 +1,7 @@
 #include "retriever/run/export_run.h"
 
 #include "retriever/config/matryoshka_settings.h"
+#include "retriever/launch/stop_signal.h"
 #include "retriever/model/batching.h"
 #include "retriever/model/saved_encoder.h"
 #include "retriever/model/tokenizer.h"
@@ -135,7 +136,13 @@ void check_sentence_transformer_export(hf::SentenceTransformer trained, const st
   }
 }
 
-nlohmann::json export_sentence_transformer(const ExportSettings& s, const CheckpointInfo& info, BiEncoder& model) {
+// The control's log line, when it has a log.
+void say(const ExportControl& control, const std::string& line) {
+  if (control.log) control.log(line);
+}
+
+nlohmann::json export_sentence_transformer(const ExportSettings& s, const CheckpointInfo& info, BiEncoder& model,
+                                           const ExportControl& control) {
   if (!model.is_pretrained()) {
     throw std::invalid_argument("--format sentence-transformers: run " + s.run +
                                 " trained the built-in or a TorchScript encoder, not a --model-dir model; export it "
@@ -155,8 +162,12 @@ nlohmann::json export_sentence_transformer(const ExportSettings& s, const Checkp
   const Prompts prompts = tokenizer_of(info).prompts();
   if (!prompts.query.empty()) module->set_prompt("query", prompts.query);
   if (!prompts.passage.empty()) module->set_prompt("document", prompts.passage);
+  say(control, "writing the sentence-transformers directory");
   module->save(out.partial());
+  stop_if_signalled(control.stop);
+  say(control, "checking the export: loading it back and encoding a probe batch");
   check_sentence_transformer_export(module, out.partial(), s.output);
+  stop_if_signalled(control.stop);
   out.commit();
   return {{"format", "sentence-transformers"},
           {"directory", s.output},
@@ -176,14 +187,17 @@ const SettingsTable<ExportSettings>& export_settings() {
   return table;
 }
 
-nlohmann::json export_run(const ExportSettings& s) {
+nlohmann::json export_run(const ExportSettings& s, const ExportControl& control) {
   export_settings().validate(s);
   const std::string checkpoint = checkpoint_of_run(s.run);
+  stop_if_signalled(control.stop);
+  say(control, "loading " + checkpoint);
   auto [info, model] = load_checkpoint(checkpoint);
+  stop_if_signalled(control.stop);
   model.to(torch::kCPU);
   model.train(false);
   if (s.format == "sentence-transformers" || (s.format == "auto" && model.is_pretrained()))
-    return export_sentence_transformer(s, info, model);
+    return export_sentence_transformer(s, info, model, control);
   if (model.is_pretrained()) {
     throw std::invalid_argument("--format torchscript: run " + s.run +
                                 " fine-tuned a --model-dir model; export it with --format sentence-transformers");
@@ -206,11 +220,15 @@ nlohmann::json export_run(const ExportSettings& s) {
     models[side] = file;
     if (model.tied() && side == "passage" && models.contains("query")) continue;  // written once
     const auto& side_model = side == "query" ? model.query_model() : model.passage_model();
+    say(control, "writing " + file + " (" + (model.tied() ? std::string("both sides") : side) + ")");
     std::string bytes = scripts.empty() ? module_bytes(script_encoder(*model.builtin_encoders()[index].ptr()))
                                         : scripts[index];
     if (s.dim > 0) bytes = module_bytes(prefix_encoder(loaded_prefix_base(bytes, side_model, probe, s.dim), s.dim,
                                                        normalize));
+    stop_if_signalled(control.stop);
+    say(control, "checking " + file + ": loading it back and encoding a probe batch");
     dim = check_exported(bytes, side_model, probe, file, s.dim, normalize);
+    stop_if_signalled(control.stop);
     write_file_atomic(out.path(file), bytes);
   }
   write_file_atomic(out.path("tokenizer.model"), info.tokenizer);
@@ -234,6 +252,7 @@ nlohmann::json export_run(const ExportSettings& s) {
        {{"checkpoint", std::filesystem::absolute(checkpoint).lexically_normal().string()},
         {"step", info.progress.step}}}};
   write_file_atomic(out.path("export.json"), description.dump(2) + "\n");
+  stop_if_signalled(control.stop);
   out.commit();
   return description;
 }

@@ -19,6 +19,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include <atomic>
+#include <functional>
 #include <string>
 
 namespace gradcache {
@@ -39,12 +41,21 @@ struct ExportSettings {
 /// The table every setting of ExportSettings is declared in (the CLI's flags).
 const SettingsTable<ExportSettings>& export_settings();
 
+/// How export_run reports as it goes, and how it is stopped.
+struct ExportControl {
+  /// A line as each phase begins (loading the run, writing an encoder, checking it); null: none.
+  std::function<void(const std::string&)> log;
+  /// Once it holds a signal number, the export stops between its phases (StoppedBySignal) and
+  /// leaves nothing: the staged directory is removed, an old --output is untouched.
+  const std::atomic<int>* stop = nullptr;
+};
+
 /// Writes the export directory (staged: it appears whole, or not at all) and returns its
 /// export.json (for --format sentence-transformers: a description of what was written). Before
 /// the directory appears, what it holds is loaded back and run on a probe batch, and must agree
 /// with the run's encoder within 1e-5. Throws std::exception subclasses naming the file or flag:
-/// a missing run, an existing --output without --overwrite, ...
-nlohmann::json export_run(const ExportSettings& settings);
+/// a missing run, an existing --output without --overwrite, ...; or StoppedBySignal.
+nlohmann::json export_run(const ExportSettings& settings, const ExportControl& control = {});
 
 }  // namespace retriever
 }  // namespace gradcache

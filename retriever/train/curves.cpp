@@ -1,6 +1,7 @@
 #include "retriever/train/curves.h"
 
 #include "retriever/launch/gnuplot.h"
+#include "retriever/launch/stop_signal.h"
 
 #include <nlohmann/json.hpp>
 
@@ -69,7 +70,8 @@ std::string log_tics(double low, double high) {
 
 // The data file of one run: block 0 "step loss lr", block 1 "step dev_metric". Torn or
 // foreign lines are skipped.
-CurveCounts write_run_data(const CurveSource& run, const std::string& dat, const std::string& dev_metric) {
+CurveCounts write_run_data(const CurveSource& run, const std::string& dat, const std::string& dev_metric,
+                           const std::atomic<int>* stop) {
   std::ifstream in(run.metrics_path);
   if (!in) throw std::runtime_error("cannot read " + run.metrics_path);
   std::ostringstream train, dev;
@@ -83,7 +85,7 @@ CurveCounts write_run_data(const CurveSource& run, const std::string& dat, const
                               "; is it the metrics.jsonl a gradcache train run wrote?");
   };
   while (std::getline(in, line)) {
-    ++line_number;
+    if (++line_number % 4096 == 0) stop_if_signalled(stop);
     if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
     nlohmann::json j;
     try {
@@ -209,7 +211,8 @@ std::string run_select_metric(const std::string& run) {
   return "recall@10";
 }
 
-void plot_training_curves(const std::vector<CurveSource>& runs, const std::string& png, const std::string& dev_metric) {
+void plot_training_curves(const std::vector<CurveSource>& runs, const std::string& png, const std::string& dev_metric,
+                          const PlotControl& control) {
   std::error_code no_file;  // an output that does not exist yet is none of the inputs
   for (const auto& run : runs) {
     if (fs::equivalent(run.metrics_path, png, no_file)) {
@@ -223,7 +226,8 @@ void plot_training_curves(const std::vector<CurveSource>& runs, const std::strin
   size_t points = 0;
   for (size_t i = 0; i < runs.size(); ++i) {
     dats.push_back((scratch.path / ("run" + std::to_string(i) + ".dat")).string());
-    counts.push_back(write_run_data(runs[i], dats.back(), dev_metric));
+    if (control.log) control.log("reading " + runs[i].metrics_path);
+    counts.push_back(write_run_data(runs[i], dats.back(), dev_metric, control.stop));
     points += counts.back().train;
   }
   if (points == 0) {
@@ -235,8 +239,10 @@ void plot_training_curves(const std::vector<CurveSource>& runs, const std::strin
   const std::string script = (scratch.path / "curves.gp").string();
   std::ofstream(script) << write_script(runs, dats, counts, dev_metric, temporary);
   try {
-    run_gnuplot(script, (scratch.path / "gnuplot.log").string());
+    if (control.log) control.log("drawing " + std::to_string(points) + " steps with gnuplot");
+    run_gnuplot(script, (scratch.path / "gnuplot.log").string(), control.stop);
     if (!is_png(temporary)) throw std::runtime_error("gnuplot wrote no PNG image to " + temporary);
+    stop_if_signalled(control.stop);
     fs::rename(temporary, png);
   } catch (...) {
     std::error_code ignored;

@@ -3,6 +3,8 @@
 // `gradcache plot`).
 #pragma once
 
+#include <atomic>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -26,12 +28,21 @@ CurveSource curve_source(const std::string& run);
 /// when it has none).
 std::string run_select_metric(const std::string& run);
 
+/// How plot_training_curves reports as it goes, and how it is stopped.
+struct PlotControl {
+  /// A line as each phase begins (reading a run's metrics, drawing); null: none.
+  std::function<void(const std::string&)> log;
+  /// Once it holds a signal number, the plot stops (while reading, or by killing gnuplot) with
+  /// StoppedBySignal, and `png` is left as it was.
+  const std::atomic<int>* stop = nullptr;
+};
+
 /// Draws the curves of `runs` into `png`, written atomically (a temporary file renamed):
 /// loss (log scale) and learning rate over steps, and `dev_metric` of the dev evaluations
 /// when any run has some. Throws std::runtime_error saying why when there is nothing to plot,
-/// gnuplot is missing or fails; `png` is then left as it was.
+/// gnuplot is missing or fails; `png` is then left as it was; or StoppedBySignal (`control`).
 void plot_training_curves(const std::vector<CurveSource>& runs, const std::string& png,
-                          const std::string& dev_metric = "recall@10");
+                          const std::string& dev_metric = "recall@10", const PlotControl& control = {});
 
 }  // namespace retriever
 }  // namespace gradcache

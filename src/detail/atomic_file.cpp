@@ -29,6 +29,21 @@ void fsync_path(const std::string& path, bool directory) {
 
 }  // namespace
 
+bool write_all(int fd, const char* data, size_t size) {
+  size_t done = 0;
+  while (done < size) {
+    const ssize_t n = ::write(fd, data + done, size - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return false;
+    if (n == 0) {  // no progress and no error: report it as one rather than loop
+      errno = EIO;
+      return false;
+    }
+    done += static_cast<size_t>(n);
+  }
+  return true;
+}
+
 void commit_file(const std::string& tmp_path, const std::string& path) {
   try {
     fsync_path(tmp_path, false);

@@ -1,6 +1,7 @@
 // Writing files so that a crash or a full disk never leaves a torn or half-written one.
 #pragma once
 
+#include <cstddef>
 #include <string>
 
 namespace gradcache {
@@ -17,6 +18,10 @@ std::string write_temporary_file(const std::string& path, const std::string& byt
 
 /// Flushes `tmp_path` to disk and renames it over `path` (for files written by other code).
 void commit_file(const std::string& tmp_path, const std::string& path);
+
+/// Writes all `size` bytes to the descriptor `fd` (a pipe, a memory file), retrying short
+/// writes and EINTR. Returns false, with errno set, when a write fails.
+bool write_all(int fd, const char* data, size_t size);
 
 /// The whole file; throws std::runtime_error naming the path if it cannot be read.
 std::string read_file(const std::string& path);

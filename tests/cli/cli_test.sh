@@ -226,6 +226,24 @@ if command -v "$torchrun" >/dev/null; then
   wait "$pid"  # torchrun itself exits 1 on a signal
   grep -q '"interrupted": true' "$work/dsig/summary.json" || fail "the signalled 2-process run saved no interrupted state"
   grep -q "continue with --resume" "$work/dist_sig.err" || fail "the signalled 2-process run did not say how to continue"
+  # SIGTERM to torchrun while rank 0 trains the tokenizer (WordNet: seconds) and rank 1 waits
+  # for it: both ranks stop, neither prints an error (rank 1's failed wait is the same stop),
+  # and nothing is written.
+  "${torchrun2[@]}" "$bin" train --steps 3 --eval false --output "$work/dtok" >"$work/dist_tok.out" 2>"$work/dist_tok.err" &
+  pid=$!
+  for _ in $(seq 600); do
+    grep -q "training a tokenizer" "$work/dist_tok.err" && break
+    sleep 0.05
+  done
+  sleep 0.3
+  kill -TERM "$pid"
+  wait "$pid"
+  grep -q "trained a" "$work/dist_tok.err" && fail "torchrun: the tokenizer's training ended before SIGTERM came"
+  grep -q "gradcache train: error" "$work/dist_tok.err" &&
+    fail "torchrun stopped during the tokenizer's training: a rank printed an error: $(cat "$work/dist_tok.err")"
+  [ "$(grep -c "stopped by SIGTERM before training began" "$work/dist_tok.err")" -ge 1 ] ||
+    fail "torchrun stopped during the tokenizer's training: no rank said it stopped: $(cat "$work/dist_tok.err")"
+  [ -e "$work/dtok" ] && fail "torchrun stopped during the tokenizer's training left $work/dtok"
   dist dist_resume "$work/dsig" --steps 12 --resume
   expect_status 0 $? "2-process --resume"
   grep -q '"steps": 12' "$work/dsig/summary.json" || fail "the resumed 2-process run did not reach 12 steps"

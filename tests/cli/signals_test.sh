@@ -10,6 +10,9 @@
 #
 #   bash tests/cli/signals_test.sh GRADCACHE_BINARY WORK_DIR
 #
+# Commands and phases: train (the tokenizer's training, also with 2 processes; the evaluation
+# after training), eval and mine (encoding, dense search, BM25 indexing and search), export
+# (loading, checking the written encoder) and plot (reading, gnuplot's drawing).
 # Covered by other scripts: train's training loop (cli_test.sh: SIGINT saves a checkpoint and
 # --resume finishes; nproc_test.sh and cli_test.sh with 2 processes), eval's encoding
 # (cli_test.sh) and encode's (encode_export_test.sh).
@@ -74,7 +77,7 @@ start train_tokenizer "$bin" train --steps 3 --eval false --output "$work/tokeni
 await "$(logged "training a tokenizer")"
 stop TERM "the tokenizer's training" "trained a"
 [ -e "$work/tokenizer_run" ] && fail "train stopped during its set-up left $work/tokenizer_run"
-grep -q "stopped by signal 15 before training began; nothing of this run was written" "$work/train_tokenizer.err" ||
+grep -q "stopped by SIGTERM before training began; nothing of this run was written" "$work/train_tokenizer.err" ||
   fail "train stopped in its set-up did not say so"
 
 # The same with two processes (--nproc 2): rank 0 trains the tokenizer while rank 1 waits for it;
@@ -126,5 +129,41 @@ await "$(logged "BM25: indexed")"
 stop INT "the BM25 search" "gradcache mine: wrote"
 [ -e "$work/mined.jsonl" ] && fail "a stopped mine wrote its output"
 ls "$work" | grep -q "mined.jsonl." && fail "a stopped mine left a temporary file: $(ls "$work")"
+
+# export: loading the checkpoint (a 42M-parameter encoder, 0.5 GB with its optimizer state:
+# ~2 s) and checking the written encoder (loading it back and running it, ~1.5 s). A new
+# --output does not appear; an old one, with --overwrite, is left as it was.
+"$bin" train --train-file "$work/pairs.tsv" --steps 1 --batch-size 16 --chunk-size 16 --dim 768 --layers 6 --heads 12 \
+  --ffn-dim 3072 --vocab-size 64 --eval false --output "$work/big_run" >/dev/null 2>"$work/big_run.err" ||
+  fail "the run to export failed: $(cat "$work/big_run.err")"
+start export_loading "$bin" export --run "$work/big_run" --output "$work/export"
+await "$(logged "gradcache export: loading")"
+stop TERM "the loading of the checkpoint" "gradcache export: writing"
+[ -e "$work/export" ] && fail "a stopped export left $work/export"
+"$bin" export --run "$work/run" --output "$work/export" 2>"$work/export_old.err" || fail "export failed: $(cat "$work/export_old.err")"
+before=$(cd "$work/export" && md5sum $(ls -A))
+start export_checking "$bin" export --run "$work/big_run" --output "$work/export" --overwrite
+await "$(logged "gradcache export: checking")"
+stop INT "the check of the written encoder" "gradcache export: wrote"
+grep -q "gradcache export: stopped by SIGINT before it finished; nothing was written" "$work/export_checking.err" ||
+  fail "export did not say SIGINT stopped it: $(cat "$work/export_checking.err")"
+[ "$(cd "$work/export" && md5sum $(ls -A))" = "$before" ] || fail "a stopped export --overwrite changed the old export"
+ls "$work" | grep -q "^export\.\(partial\|old\)" && fail "a stopped export left a staging directory: $(ls "$work")"
+
+# plot: reading a run's metrics (300,000 steps: ~1.5 s) and gnuplot's drawing (~5 s; the
+# program kills gnuplot). No PNG appears, and gnuplot is not left running.
+mkdir -p "$work/long_run"
+awk 'BEGIN { for (i = 1; i <= 300000; i++) printf "{\"step\": %d, \"loss\": %.4f, \"lr\": 0.001}\n", i, 3 / (1 + i / 1000) }' \
+  >"$work/long_run/metrics.jsonl"
+start plot_reading "$bin" plot "$work/long_run" --output "$work/curves.png"
+await "$(logged "gradcache plot: reading")"
+stop TERM "the reading of the metrics" "gradcache plot: drawing"
+start plot_drawing "$bin" plot "$work/long_run" --output "$work/curves.png"
+await "$(logged "gradcache plot: drawing")"
+await "pgrep -P $pid gnuplot >/dev/null"
+gnuplot=$(pgrep -P "$pid" gnuplot)
+stop TERM "gnuplot's drawing" "gradcache plot: wrote"
+kill -0 "$gnuplot" 2>/dev/null && fail "a stopped plot left gnuplot running"
+ls "$work" | grep -q "curves.png" && fail "a stopped plot left a file: $(ls "$work")"
 [ -z "$(ls -A "$TMPDIR")" ] || fail "the stopped commands left temporary files: $(ls -A "$TMPDIR")"
 echo "signals: every phase stopped within $bound s, with nothing written"

@@ -42,7 +42,9 @@ TEST(TrainConfig, TableDeclaresEverySettingOnceWithHelp) {
   std::set<std::string> keys, flags;
   for (const auto& s : gr::train_settings().settings()) {
     EXPECT_TRUE(keys.insert(s.key).second) << s.key;
-    if (!s.flag.empty()) EXPECT_TRUE(flags.insert(s.flag).second) << s.flag;
+    if (!s.flag.empty()) {
+      EXPECT_TRUE(flags.insert(s.flag).second) << s.flag;
+    }
     for (const auto& old : s.old_flags) EXPECT_TRUE(flags.insert(old).second) << old;
     EXPECT_FALSE(s.help.empty()) << s.key;
   }

@@ -3,11 +3,16 @@
 // are stopped end to end by tests/cli/signals_test.sh.
 #include "retriever/launch/stop_signal.h"
 #include "retriever/model/tokenizer.h"
+#include "retriever/run/atomic_file.h"
 #include "tests/retriever/text_test_util.h"
 
 #include <gtest/gtest.h>
 
+#include <fcntl.h>
+#include <unistd.h>
+
 #include <atomic>
+#include <cerrno>
 #include <chrono>
 #include <csignal>
 #include <stdexcept>
@@ -45,6 +50,21 @@ TEST(RunStoppable, ReportsTheChildsResultItsErrorAndItsDeath) {
   stop = SIGINT;
   EXPECT_THROW(run_stoppable([] { return std::string("x"); }, &stop, "x"), StoppedBySignal);
   EXPECT_EQ(run_stoppable([] { return std::string("here"); }, nullptr, "x"), "here");
+}
+
+// The names in the commands' "stopped by ..." messages; write_all's failure (the child's answer
+// and the tokenizer's memory file are written with it; their successes are tested above and by
+// every tokenizer test).
+TEST(RunStoppable, SignalNamesAndAFailedWrite) {
+  EXPECT_EQ(gradcache::retriever::signal_name(SIGINT), "SIGINT");
+  EXPECT_EQ(gradcache::retriever::signal_name(SIGTERM), "SIGTERM");
+  EXPECT_EQ(gradcache::retriever::signal_name(SIGHUP), "signal " + std::to_string(SIGHUP));
+  const int fd = ::open("/dev/null", O_RDONLY);
+  ASSERT_GE(fd, 0);
+  errno = 0;
+  EXPECT_FALSE(gradcache::retriever::write_all(fd, "abc", 3));
+  EXPECT_EQ(errno, EBADF);
+  ::close(fd);
 }
 
 // With a stop flag the training runs in a child process: the same model bytes as in this

@@ -2,6 +2,8 @@
 // runs through the retriever library; the program itself only dispatches.
 #pragma once
 
+#include "retriever/launch/stop_signal.h"
+
 #include <CLI/CLI.hpp>
 
 #include <atomic>
@@ -11,7 +13,8 @@
 namespace gradcache {
 namespace cli {
 
-/// Set from SIGINT/SIGTERM: training saves a checkpoint and stops.
+/// Set from SIGINT/SIGTERM: training saves a checkpoint and stops; every other command stops
+/// where it is (retriever::StoppedBySignal), writes nothing and exits 128 + the signal.
 extern std::atomic<int> stop_signal;
 
 /// Adds `train` to `app`; returns the action to run once parsing succeeded (exit status).

@@ -9,7 +9,6 @@
 
 #include <unistd.h>
 
-#include <csignal>
 #include <cstdio>
 #include <iostream>
 
@@ -76,7 +75,7 @@ std::function<int()> add_encode_command(CLI::App& app) {
                 << report.shards << " shard(s) to " << report.output << " (" << report.seconds << " s)" << std::endl;
     } catch (const retriever::StoppedBySignal& stopped) {
       bar.finish();
-      std::cerr << "gradcache encode: stopped by " << (stopped.signal() == SIGINT ? "SIGINT" : "SIGTERM")
+      std::cerr << "gradcache encode: stopped by " << retriever::signal_name(stopped.signal())
                 << "; nothing was written to " << settings.output << std::endl;
       return 128 + stopped.signal();
     } catch (...) {

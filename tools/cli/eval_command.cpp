@@ -7,15 +7,12 @@
 #include "retriever/search/evaluate.h"
 #include "retriever/search/evaluate_run.h"
 
-#include <csignal>
 #include <cstdio>
 #include <iostream>
 
 namespace gradcache {
 namespace cli {
 namespace {
-
-const char* signal_name(int signal) { return signal == SIGINT ? "SIGINT" : signal == SIGTERM ? "SIGTERM" : "a signal"; }
 
 // "index hnsw M 32, ...: recall vs exact search @10 0.9912, @100 0.9876" (approximate indexes).
 std::string recall_line(const retriever::DenseEvaluation& dense) {
@@ -90,7 +87,7 @@ std::function<int()> add_eval_command(CLI::App& app) {
       print(retriever::evaluate_checkpoint(settings, control), *json);
     } catch (const retriever::StoppedBySignal& stopped) {
       // As train: 128 + the signal (130 for SIGINT, 143 for SIGTERM); nothing printed on stdout.
-      std::cerr << "gradcache eval: stopped by " << signal_name(stopped.signal())
+      std::cerr << "gradcache eval: stopped by " << retriever::signal_name(stopped.signal())
                 << " before the evaluation finished; no metrics were printed" << std::endl;
       return 128 + stopped.signal();
     }

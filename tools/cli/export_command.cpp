@@ -20,7 +20,10 @@ std::function<int()> add_export_command(CLI::App& app) {
     const auto parsed = settings_from_flags(retriever::export_settings(), *given, "export");
     if (!parsed) return 2;
     const retriever::ExportSettings& settings = *parsed;
-    const auto description = retriever::export_run(settings);
+    retriever::ExportControl control;
+    control.log = [](const std::string& line) { std::cerr << "gradcache export: " << line << std::endl; };
+    control.stop = &stop_signal;
+    const auto description = retriever::export_run(settings, control);
     if (description["format"] == "sentence-transformers") {
       std::cerr << "gradcache export: wrote " << settings.output << " (sentence-transformers, dimension "
                 << description["dim"] << "; SentenceTransformer(\"" << settings.output << "\") loads it)" << std::endl;

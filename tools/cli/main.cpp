@@ -87,6 +87,11 @@ int main(int argc, char** argv) {
   install_signal_handlers();
   try {
     return actions.at(command)();
+  } catch (const gradcache::retriever::StoppedBySignal& stopped) {
+    // The commands without a report of their own (export, plot): staged, so nothing is left.
+    std::cerr << "gradcache " << command << ": stopped by " << gradcache::retriever::signal_name(stopped.signal())
+              << " before it finished; nothing was written" << std::endl;
+    return 128 + stopped.signal();
   } catch (const c10::Error& e) {
     std::cerr << "gradcache " << command << ": error: " << e.what_without_backtrace() << std::endl;
   } catch (const std::exception& e) {

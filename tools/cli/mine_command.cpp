@@ -6,7 +6,6 @@
 #include "retriever/search/evaluate.h"
 #include "retriever/search/mine.h"
 
-#include <csignal>
 #include <iostream>
 
 namespace gradcache {
@@ -37,7 +36,7 @@ std::function<int()> add_mine_command(CLI::App& app) {
                   << " negatives drawn at random, " << stats.queries - report.written
                   << " queries left out (too few candidates)" << std::endl;
     } catch (const retriever::StoppedBySignal& stopped) {
-      std::cerr << "gradcache mine: stopped by signal " << stopped.signal() << "; nothing was written" << std::endl;
+      std::cerr << "gradcache mine: stopped by " << retriever::signal_name(stopped.signal()) << "; nothing was written" << std::endl;
       return 128 + stopped.signal();
     }
     return 0;

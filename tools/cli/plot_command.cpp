@@ -55,7 +55,10 @@ std::function<int()> add_plot_command(CLI::App& app) {
     }
     const auto runs = sources(flags->runs);
     const auto metric = flags->metric.empty() ? retriever::run_select_metric(flags->runs.front()) : flags->metric;
-    retriever::plot_training_curves(runs, flags->output, metric);
+    retriever::PlotControl control;
+    control.log = [](const std::string& line) { std::cerr << "gradcache plot: " << line << std::endl; };
+    control.stop = &stop_signal;
+    retriever::plot_training_curves(runs, flags->output, metric, control);
     std::cerr << "gradcache plot: wrote " << flags->output << " (" << runs.size() << " run"
               << (runs.size() == 1 ? "" : "s") << ")" << std::endl;
     return 0;

@@ -175,7 +175,7 @@ std::function<int()> add_train_command(CLI::App& app) {
     try {
       result = retriever::train(c, options);
     } catch (const retriever::StoppedBySignal& stopped) {  // during the set-up or the evaluation before training
-      std::cerr << "gradcache train: stopped by signal " << stopped.signal()
+      std::cerr << "gradcache train: stopped by " << retriever::signal_name(stopped.signal())
                 << " before training began; nothing of this run was written" << std::endl;
       return 128 + stopped.signal();
     } catch (const std::exception&) {
