@@ -86,6 +86,16 @@ rank_pids() {
   echo "${by_rank[@]}"
 }
 
+# The ranks and their launcher share one stderr: each line must go out in one write, or two
+# processes' lines interleave mid-line (CI once read "error: rank 0 gradcache was killed ...").
+# Seen with strace where it is installed (the exit status does not matter here).
+if command -v strace >/dev/null; then
+  strace -f -s 200 -e trace=write -o "$work/writes.txt" "$bin" eval --checkpoint "$work/nowhere" --corpus x --queries y \
+    --qrels z >/dev/null 2>&1
+  grep -q 'write(2, "gradcache eval: error: no checkpoint at' "$work/writes.txt" ||
+    fail "an error line was not written in one piece: $(grep 'write(2' "$work/writes.txt" | head -5)"
+fi
+
 # A rank killed (SIGKILL): the launcher stops the other, names the dead one, exits 1, and
 # leaves no process behind; well within --dist-timeout 20.
 for victim in 0 1; do

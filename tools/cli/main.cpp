@@ -15,6 +15,7 @@
 
 #include <atomic>
 #include <csignal>
+#include <cstdio>
 #include <cstring>
 #include <iostream>
 #include <map>
@@ -63,9 +64,20 @@ void install_signal_handlers() {
   std::signal(SIGPIPE, SIG_IGN);
 }
 
+// One write per line on stderr. The ranks of a --nproc run and their launcher share one
+// stderr, and std::cerr, unbuffered, writes each `<<` on its own: two processes' lines could
+// interleave mid-line (CI saw "error: rank 0 gradcache was killed ..."). Line-buffered stderr,
+// with cerr's flush after every `<<` off, writes each line whole; the progress bars flush
+// their partial lines themselves.
+void write_stderr_by_lines() {
+  std::setvbuf(stderr, nullptr, _IOLBF, 1 << 16);
+  std::cerr.unsetf(std::ios_base::unitbuf);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
+  write_stderr_by_lines();
   CLI::App app{"gradcache: train and evaluate dense retrievers with Gradient Cache (batches far beyond memory, "
                "exact full-batch gradients)"};
   app.require_subcommand(1);
