@@ -26,6 +26,7 @@ packages=(
                                            # (the torch wheel ships the library, not these headers)
   libsentencepiece-dev libcli11-dev nlohmann-json3-dev libfmt-dev  # the CLI
   libicu-dev                               # Unicode for the Hugging Face tokenizer (src/hf)
+  libpcre2-dev pkg-config                  # its regular expressions (PCRE2's 32-bit library)
   wordnet-base                             # the CLI's built-in default data
   libfaiss-dev libxapian-dev               # dense search (FAISS) and the BM25 baseline (Xapian)
   libbenchmark-dev gnuplot-nox             # benchmarks and plots

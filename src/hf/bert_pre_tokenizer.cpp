@@ -9,17 +9,17 @@ namespace {
 
 class BertPreTokenizer final : public PreTokenizer {
  public:
-  void split(std::u32string_view text, std::vector<Span>& words) const override {
+  void split(std::u32string_view text, bool at_origin, Words& out) const override {
     size_t begin = 0;
     for (size_t i = 0; i < text.size(); ++i) {
       const char32_t c = text[i];
       const bool space = unicode::is_whitespace(c);
       if (!space && !unicode::is_punctuation(c)) continue;
-      if (begin < i) words.push_back({begin, i});
-      if (!space) words.push_back({i, i + 1});
+      out.push(text.substr(begin, i - begin), at_origin && begin == 0);
+      if (!space) out.push(text.substr(i, 1), at_origin && i == 0);
       begin = i + 1;
     }
-    if (begin < text.size()) words.push_back({begin, text.size()});
+    out.push(text.substr(begin), at_origin && begin == 0);
   }
 
   OrderedJson to_json() const override { return OrderedJson{{"type", "BertPreTokenizer"}}; }

@@ -17,16 +17,40 @@ struct Entry {
 
 const Entry<Normalizer> kNormalizers[] = {
     {"BertNormalizer", bert_normalizer_from_json},
+    {"NFC", unicode_normalizer_from_json},
+    {"NFD", unicode_normalizer_from_json},
+    {"NFKC", unicode_normalizer_from_json},
+    {"NFKD", unicode_normalizer_from_json},
+    {"Lowercase", lowercase_from_json},
+    {"Strip", strip_from_json},
+    {"StripAccents", strip_accents_from_json},
+    {"Replace", replace_from_json},
+    {"Prepend", prepend_from_json},
+    {"Precompiled", precompiled_from_json},
+    {"Sequence", normalizer_sequence_from_json},
 };
 const Entry<PreTokenizer> kPreTokenizers[] = {
     {"BertPreTokenizer", bert_pre_tokenizer_from_json},
+    {"ByteLevel", byte_level_pre_tokenizer_from_json},
+    {"Split", split_from_json},
+    {"Metaspace", metaspace_from_json},
+    {"Whitespace", whitespace_from_json},
+    {"WhitespaceSplit", whitespace_split_from_json},
+    {"Punctuation", punctuation_from_json},
+    {"Digits", digits_from_json},
+    {"Sequence", pre_tokenizer_sequence_from_json},
 };
 const Entry<Model> kModels[] = {
     {"WordPiece", wordpiece_from_json},
+    {"BPE", bpe_from_json},
+    {"Unigram", unigram_from_json},
 };
 const Entry<PostProcessor> kPostProcessors[] = {
     {"TemplateProcessing", template_processing_from_json},
     {"BertProcessing", bert_processing_from_json},
+    {"RobertaProcessing", roberta_processing_from_json},
+    {"ByteLevel", byte_level_processing_from_json},
+    {"Sequence", post_processor_sequence_from_json},
 };
 
 template <class Component, size_t N>
@@ -38,8 +62,7 @@ std::unique_ptr<Component> make(const Entry<Component> (&entries)[N], const char
   std::string supported;
   for (const Entry<Component>& entry : entries) supported += std::string(supported.empty() ? "" : ", ") + entry.type;
   fail(source.at("type"), std::string("the ") + what + " " + quote_for_message(type) +
-                              " is not supported (supported: " + supported +
-                              "; this reader covers the BERT family of tokenizers)");
+                              " is not supported (supported: " + supported + ")");
 }
 
 }  // namespace

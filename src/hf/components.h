@@ -37,18 +37,43 @@ class Normalizer {
   virtual OrderedJson to_json() const = 0;
 };
 
-/// A word of a pre-tokenised text: code points [begin, end).
-struct Span {
-  size_t begin;
-  size_t end;
+/// The words of a pre-tokenised text in one buffer (a word per model call): word i is
+/// chars[begin(i), ends[i]). Pre-tokenisers that rewrite their words (ByteLevel's byte alphabet,
+/// Metaspace's "▁") write the rewritten text here, so the model sees what `tokenizers`' does.
+struct Words {
+  std::u32string chars;
+  std::vector<size_t> ends;
+  /// Word 0 begins where the original text begins (Metaspace's prepend_scheme "first" asks).
+  bool first_at_origin = false;
+
+  size_t size() const { return ends.size(); }
+  size_t begin(size_t i) const { return i == 0 ? 0 : ends[i - 1]; }
+  std::u32string_view operator[](size_t i) const {
+    return std::u32string_view(chars).substr(begin(i), ends[i] - begin(i));
+  }
+  /// Appends a word; an empty one is dropped, as `tokenizers` drops empty splits. `at_origin`:
+  /// the word begins where the original text begins (only the first word can).
+  void push(std::u32string_view word, bool at_origin = false) {
+    if (word.empty()) return;
+    if (ends.empty()) first_at_origin = at_origin;
+    chars.append(word);
+    ends.push_back(chars.size());
+  }
+  void clear() {
+    chars.clear();
+    ends.clear();
+    first_at_origin = false;
+  }
 };
 
-/// Cuts normalised text into words (what the model sees one at a time).
+/// Cuts normalised text into words (what the model sees one at a time). A Sequence runs each
+/// pre-tokeniser over the words of the one before it.
 class PreTokenizer {
  public:
   virtual ~PreTokenizer() = default;
-  /// Appends the words of `text` to `words`.
-  virtual void split(std::u32string_view text, std::vector<Span>& words) const = 0;
+  /// Appends the words `text` splits into to `out`. `at_origin`: `text` begins where the
+  /// original text begins; a word written from position 0 of `text` passes it on.
+  virtual void split(std::u32string_view text, bool at_origin, Words& out) const = 0;
   virtual OrderedJson to_json() const = 0;
 };
 
@@ -83,11 +108,36 @@ class PostProcessor {
 };
 
 // ---- the factories (one per supported "type"), in their own files -------------------------
+// Normalizers
 std::unique_ptr<Normalizer> bert_normalizer_from_json(const Json& config, const Source& source);
+std::unique_ptr<Normalizer> unicode_normalizer_from_json(const Json& config, const Source& source);  // NFC NFD NFKC NFKD
+std::unique_ptr<Normalizer> lowercase_from_json(const Json& config, const Source& source);
+std::unique_ptr<Normalizer> strip_from_json(const Json& config, const Source& source);
+std::unique_ptr<Normalizer> strip_accents_from_json(const Json& config, const Source& source);
+std::unique_ptr<Normalizer> replace_from_json(const Json& config, const Source& source);
+std::unique_ptr<Normalizer> prepend_from_json(const Json& config, const Source& source);
+std::unique_ptr<Normalizer> precompiled_from_json(const Json& config, const Source& source);
+std::unique_ptr<Normalizer> normalizer_sequence_from_json(const Json& config, const Source& source);
+// Pre-tokenizers
 std::unique_ptr<PreTokenizer> bert_pre_tokenizer_from_json(const Json& config, const Source& source);
+std::unique_ptr<PreTokenizer> byte_level_pre_tokenizer_from_json(const Json& config, const Source& source);
+std::unique_ptr<PreTokenizer> split_from_json(const Json& config, const Source& source);
+std::unique_ptr<PreTokenizer> metaspace_from_json(const Json& config, const Source& source);
+std::unique_ptr<PreTokenizer> whitespace_from_json(const Json& config, const Source& source);
+std::unique_ptr<PreTokenizer> whitespace_split_from_json(const Json& config, const Source& source);
+std::unique_ptr<PreTokenizer> punctuation_from_json(const Json& config, const Source& source);
+std::unique_ptr<PreTokenizer> digits_from_json(const Json& config, const Source& source);
+std::unique_ptr<PreTokenizer> pre_tokenizer_sequence_from_json(const Json& config, const Source& source);
+// Models
 std::unique_ptr<Model> wordpiece_from_json(const Json& config, const Source& source);
+std::unique_ptr<Model> bpe_from_json(const Json& config, const Source& source);
+std::unique_ptr<Model> unigram_from_json(const Json& config, const Source& source);
+// Post-processors
 std::unique_ptr<PostProcessor> template_processing_from_json(const Json& config, const Source& source);
 std::unique_ptr<PostProcessor> bert_processing_from_json(const Json& config, const Source& source);
+std::unique_ptr<PostProcessor> roberta_processing_from_json(const Json& config, const Source& source);
+std::unique_ptr<PostProcessor> byte_level_processing_from_json(const Json& config, const Source& source);
+std::unique_ptr<PostProcessor> post_processor_sequence_from_json(const Json& config, const Source& source);
 
 // ---- the registry (component_registry.cpp): by the JSON object's "type" ---------------------
 std::unique_ptr<Normalizer> make_normalizer(const Json& config, const Source& source);

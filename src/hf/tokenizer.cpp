@@ -10,19 +10,23 @@
 namespace gradcache::hf {
 namespace {
 
-using detail::Span;
 using detail::TextPiece;
 using detail::TokenizerState;
+using detail::Words;
 
-void tokenize_normalized(const TokenizerState& state, std::u32string_view text, std::vector<int64_t>& ids) {
+// One piece of normalised text (between added tokens) through the pre-tokeniser and the model.
+// `at_origin`: the piece begins where the text begins (Metaspace's prepend_scheme "first").
+void tokenize_normalized(const TokenizerState& state, std::u32string_view text, bool at_origin,
+                         std::vector<int64_t>& ids) {
   if (text.empty()) return;
   if (!state.pre_tokenizer) {
     state.model->tokenize(text, ids);
     return;
   }
-  std::vector<Span> words;
-  state.pre_tokenizer->split(text, words);
-  for (const Span& word : words) state.model->tokenize(text.substr(word.begin, word.end - word.begin), ids);
+  thread_local Words words;
+  words.clear();
+  state.pre_tokenizer->split(text, at_origin, words);
+  for (size_t i = 0; i < words.size(); ++i) state.model->tokenize(words[i], ids);
 }
 
 std::vector<int64_t> piece_ids(const TokenizerState& state, std::string_view text) {
@@ -44,7 +48,8 @@ std::vector<int64_t> piece_ids(const TokenizerState& state, std::string_view tex
       if (piece.id >= 0) {
         ids.push_back(piece.id);
       } else {
-        tokenize_normalized(state, std::u32string_view(segment).substr(piece.begin, piece.end - piece.begin), ids);
+        tokenize_normalized(state, std::u32string_view(segment).substr(piece.begin, piece.end - piece.begin),
+                            raw.begin == 0 && piece.begin == 0, ids);
       }
     }
   }
