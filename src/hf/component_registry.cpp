@@ -53,9 +53,17 @@ const Entry<PostProcessor> kPostProcessors[] = {
     {"Sequence", post_processor_sequence_from_json},
 };
 
+/// Sequences nest components; a real tokenizer nests two or three deep. A file nesting thousands
+/// of Sequences is built to exhaust the stack, and is refused (its JSON path tells the depth).
+constexpr size_t kMaxPathLength = 1024;
+
 template <class Component, size_t N>
 std::unique_ptr<Component> make(const Entry<Component> (&entries)[N], const char* what, const Json& config,
                                 const Source& source) {
+  if (source.path.size() > kMaxPathLength)
+    fail(Source{source.file, source.path.substr(0, 80) + "..."},
+         std::string("the ") + what + "s are nested too deeply (a path of " + std::to_string(source.path.size()) +
+             " characters); real tokenizers nest Sequences a few levels deep");
   const std::string type = read_type(config, source);
   for (const Entry<Component>& entry : entries)
     if (type == entry.type) return entry.make(config, source);

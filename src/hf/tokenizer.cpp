@@ -64,15 +64,19 @@ Tokenizer Tokenizer::from_json(std::string_view tokenizer_json, const std::strin
   return Tokenizer(detail::parse_tokenizer_json(tokenizer_json, name));
 }
 
-std::vector<int64_t> Tokenizer::encode(std::string_view text, size_t max_len) const {
-  const size_t added = num_special_tokens();
+std::vector<int64_t> Tokenizer::encode(std::string_view text, size_t max_len, bool add_special_tokens) const {
+  const size_t added = add_special_tokens ? num_special_tokens() : 0;
   if (max_len > 0 && max_len < added)
     throw std::invalid_argument("Tokenizer::encode: max_len " + std::to_string(max_len) + " leaves no room for the " +
                                 std::to_string(added) + " special tokens of " + state_->name + "; give at least " +
                                 std::to_string(added) + " (or 0: no truncation)");
   std::vector<int64_t> ids = piece_ids(*state_, text);
-  if (max_len > 0 && ids.size() > max_len - added) ids.resize(max_len - added);
-  return state_->post_processor ? state_->post_processor->process(ids) : ids;
+  if (max_len > 0 && ids.size() > max_len - added) {
+    const size_t keep = max_len - added;
+    if (state_->truncation_side == Side::kLeft) ids.erase(ids.begin(), ids.end() - static_cast<ptrdiff_t>(keep));
+    ids.resize(keep);
+  }
+  return add_special_tokens && state_->post_processor ? state_->post_processor->process(ids) : ids;
 }
 
 std::vector<std::string> Tokenizer::tokenize(std::string_view text) const {
@@ -104,6 +108,9 @@ size_t Tokenizer::num_special_tokens() const {
 }
 
 std::optional<size_t> Tokenizer::truncation_max_length() const { return state_->truncation_max_length; }
+Side Tokenizer::padding_side() const { return state_->padding_side; }
+Side Tokenizer::truncation_side() const { return state_->truncation_side; }
+std::optional<size_t> Tokenizer::model_max_length() const { return state_->model_max_length; }
 const std::string& Tokenizer::name() const { return state_->name; }
 
 std::string lower_case(std::string_view text) {

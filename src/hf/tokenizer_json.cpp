@@ -85,6 +85,7 @@ void read_truncation(TokenizerState& state, const Json& root, const Source& sour
   const std::string direction = read_string(*it, "direction", where, "Right");
   if (direction != "Left" && direction != "Right")
     fail(where.at("direction"), quote_for_message(direction) + " is not Left or Right");
+  state.truncation_side = direction == "Left" ? Side::kLeft : Side::kRight;
   state.truncation = *it;
 }
 
@@ -94,6 +95,10 @@ void read_padding(TokenizerState& state, const Json& root, const Source& source)
     const Source where = source.at("padding");
     expect_object(*it, where);
     state.pad_id = static_cast<int64_t>(read_count(*it, "pad_id", where, 0, UINT32_MAX));
+    const std::string direction = read_string(*it, "direction", where, "Right");
+    if (direction != "Left" && direction != "Right")
+      fail(where.at("direction"), quote_for_message(direction) + " is not Left or Right");
+    state.padding_side = direction == "Left" ? Side::kLeft : Side::kRight;
     if (state.pad_id >= state.vocab_size)
       fail(where.at("pad_id"), "the id " + std::to_string(state.pad_id) + " is out of range: the vocabulary has " +
                                    std::to_string(state.vocab_size) + " ids");

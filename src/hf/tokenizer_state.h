@@ -8,6 +8,7 @@
 #include <string>
 #include <string_view>
 
+#include "gradcache/hf/tokenizer.h"
 #include "hf/added_vocabulary.h"
 #include "hf/components.h"
 
@@ -25,6 +26,9 @@ struct TokenizerState {
   Json padding;
   Json decoder;
   std::optional<size_t> truncation_max_length;
+  Side padding_side = Side::kRight;
+  Side truncation_side = Side::kRight;
+  std::optional<size_t> model_max_length;
   int64_t pad_id = -1;
   int64_t vocab_size = 0;
 };
@@ -33,6 +37,9 @@ struct TokenizerState {
 std::unique_ptr<TokenizerState> parse_tokenizer_json(std::string_view text, const std::string& name);
 /// Reads a tokenizer.json already parsed (from_vocab builds one); `source` names it for messages.
 std::unique_ptr<TokenizerState> tokenizer_from_json(const Json& root, const Source& source);
+/// Takes padding_side, truncation_side and model_max_length from a tokenizer_config.json's text
+/// (transformers applies them over the tokenizer.json's; vocab_files.cpp).
+void apply_tokenizer_config(TokenizerState& state, std::string_view config_json, const std::string& config_name);
 /// Writes the state as a tokenizer.json.
 std::string write_tokenizer_json(const TokenizerState& state);
 

@@ -67,6 +67,13 @@ Json parse_json_object(std::string_view text, const Source& source) {
   return value;
 }
 
+Side read_side(const Json& config, const char* key, const Source& source) {
+  const std::string side = read_string(config, key, source, "right");
+  if (side != "left" && side != "right")
+    fail(source.at(key), quote_for_message(side) + " is not \"left\" or \"right\"");
+  return side == "left" ? Side::kLeft : Side::kRight;
+}
+
 /// A special token as tokenizer_config.json names it: a string, or an AddedToken object.
 std::optional<std::string> special_token(const Json& config, const char* key, const Source& source) {
   const auto it = config.find(key);
@@ -241,6 +248,21 @@ std::string read_if_present(const fs::path& path) { return file_exists(path) ? r
 }  // namespace
 }  // namespace detail
 
+namespace detail {
+
+void apply_tokenizer_config(TokenizerState& state, std::string_view config_json, const std::string& config_name) {
+  const Source source{config_name, ""};
+  const Json config = parse_json_object(config_json, source);
+  if (config.contains("padding_side")) state.padding_side = read_side(config, "padding_side", source);
+  if (config.contains("truncation_side")) state.truncation_side = read_side(config, "truncation_side", source);
+  const auto length = config.find("model_max_length");
+  // transformers writes int(1e30) (VERY_LARGE_INTEGER) for a model without a limit.
+  if (length != config.end() && length->is_number_unsigned() && length->get<uint64_t>() <= UINT32_MAX)
+    state.model_max_length = length->get<uint64_t>();
+}
+
+}  // namespace detail
+
 Tokenizer Tokenizer::from_directory(const std::string& dir) {
   namespace fs = std::filesystem;
   const fs::path root(dir);
@@ -249,17 +271,23 @@ Tokenizer Tokenizer::from_directory(const std::string& dir) {
     throw TokenizerError(unicode::printable_utf8(dir) +
                          ": not a directory; give the model directory that holds tokenizer.json or vocab.txt");
   const fs::path json = root / "tokenizer.json";
-  if (detail::file_exists(json)) return from_json(detail::read_file(json), json.string());
+  const fs::path config = root / "tokenizer_config.json";
+  if (detail::file_exists(json)) {
+    std::unique_ptr<detail::TokenizerState> state = detail::parse_tokenizer_json(detail::read_file(json), json.string());
+    detail::apply_tokenizer_config(*state, detail::read_if_present(config), config.string());
+    return Tokenizer(std::move(state));
+  }
   const fs::path vocab = root / "vocab.txt";
   if (!detail::file_exists(vocab))
     throw TokenizerError(
         unicode::printable_utf8(dir) +
         ": holds neither tokenizer.json nor vocab.txt; a Hugging Face model directory has one of them");
-  const fs::path config = root / "tokenizer_config.json";
   const fs::path map = root / "special_tokens_map.json";
-  return Tokenizer(detail::tokenizer_from_vocab(detail::read_file(vocab), vocab.string(),
-                                                detail::read_if_present(config), config.string(),
-                                                detail::read_if_present(map), map.string()));
+  const std::string config_text = detail::read_if_present(config);
+  std::unique_ptr<detail::TokenizerState> state = detail::tokenizer_from_vocab(
+      detail::read_file(vocab), vocab.string(), config_text, config.string(), detail::read_if_present(map), map.string());
+  detail::apply_tokenizer_config(*state, config_text, config.string());
+  return Tokenizer(std::move(state));
 }
 
 Tokenizer Tokenizer::from_vocab(std::string_view vocab_txt, std::string_view tokenizer_config_json,

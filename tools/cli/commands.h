@@ -24,6 +24,7 @@ std::function<int()> add_mine_command(CLI::App& app);
 std::function<int()> add_plot_command(CLI::App& app);
 std::function<int()> add_encode_command(CLI::App& app);
 std::function<int()> add_export_command(CLI::App& app);
+std::function<int()> add_tokenize_command(CLI::App& app);
 
 }  // namespace cli
 }  // namespace gradcache

@@ -6,6 +6,7 @@
 //   gradcache export [flags]  export a run's encoders as TorchScript
 //   gradcache mine  [flags]   mine hard negatives for training queries
 //   gradcache plot  RUN...    draw runs' training curves
+//   gradcache tokenize [flags] print the token ids of a Hugging Face tokenizer
 // Each command lives in its own file (train_command.cpp, ...) and registers itself below.
 #include "commands.h"
 
@@ -89,6 +90,7 @@ int main(int argc, char** argv) {
       {"plot", gradcache::cli::add_plot_command(app)},
       {"encode", gradcache::cli::add_encode_command(app)},
       {"export", gradcache::cli::add_export_command(app)},
+      {"tokenize", gradcache::cli::add_tokenize_command(app)},
   };
   try {
     app.parse(argc, argv);

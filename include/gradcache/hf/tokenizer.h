@@ -25,17 +25,25 @@ namespace detail {
 struct TokenizerState;
 }
 
+/// Which end of a sequence padding goes to, or truncation cuts from.
+enum class Side { kLeft, kRight };
+
 /// A tokenizer as `tokenizers` runs it from tokenizer.json: added (special) tokens matched in the
-/// raw text, then normaliser, pre-tokeniser, model and post-processor. Supported: the BERT family
-/// (normaliser BertNormalizer, pre-tokeniser BertPreTokenizer, model WordPiece, post-processor
-/// TemplateProcessing or BertProcessing); anything else is refused with a TokenizerError naming
-/// the component and listing what is supported. Each component is one source file behind an
-/// interface (src/hf/components.h), so another model (BPE, Unigram) or normaliser is one new file
-/// and one line in the registry.
+/// raw text, then normaliser, pre-tokeniser, model and post-processor. Supported, each exact
+/// against `tokenizers` (docs/huggingface.md has the table):
+/// - models: WordPiece, BPE (byte-level or not; byte_fallback, ignore_merges, fuse_unk, the
+///   subword prefix and suffix), Unigram (SentencePiece's Viterbi; byte_fallback);
+/// - normalizers: BertNormalizer, NFC, NFD, NFKC, NFKD, Lowercase, Strip, StripAccents, Replace,
+///   Prepend, Precompiled (SentencePiece's charsmap), Sequence;
+/// - pre-tokenizers: BertPreTokenizer, ByteLevel, Split, Metaspace, Whitespace, WhitespaceSplit,
+///   Punctuation, Digits, Sequence;
+/// - post-processors: TemplateProcessing, BertProcessing, RobertaProcessing, ByteLevel, Sequence.
+/// Anything else is refused with a TokenizerError naming the component and listing what is
+/// supported. Each component is one source file behind an interface (src/hf/components.h).
 ///
 /// Text is UTF-8. Ill-formed bytes (which `tokenizers` never sees: Python hands it str) become
-/// U+FFFD, one per maximal ill-formed subsequence; with clean_text on (BERT's default) the
-/// normaliser then removes them, as it removes a U+FFFD in the text.
+/// U+FFFD, one per maximal ill-formed subsequence, as Python's bytes.decode(errors="replace")
+/// makes them.
 ///
 /// Copies share the immutable state; encode() and tokenize() may run on many threads at once.
 class Tokenizer {
@@ -53,12 +61,13 @@ class Tokenizer {
                               const std::string& name, std::string_view special_tokens_map_json = {});
 
   /// The ids `tokenizers` gives for one text with add_special_tokens=True ([CLS] pieces [SEP] for
-  /// BERT). With max_len > 0 the result has at most max_len ids, cut as `tokenizers` does with
-  /// truncation(max_length=max_len): the special tokens are kept and the pieces are cut at the
-  /// end. max_len between 1 and num_special_tokens() - 1 is std::invalid_argument (`tokenizers`
-  /// would wrap around and not truncate at all). The tokenizer.json's own truncation and padding
-  /// sections are not applied here: see truncation_max_length() and pad_id().
-  std::vector<int64_t> encode(std::string_view text, size_t max_len = 0) const;
+  /// BERT), or False (the pieces alone). With max_len > 0 the result has at most max_len ids, cut
+  /// as `tokenizers` does with truncation(max_length=max_len, direction=truncation_side()): the
+  /// special tokens are kept and the pieces are cut at the end (or, for Side::kLeft, at the
+  /// start). max_len between 1 and the special tokens' count - 1 is std::invalid_argument
+  /// (`tokenizers` would wrap around and not truncate at all). The tokenizer.json's own truncation
+  /// and padding sections are not applied here: see truncation_max_length() and pad_id().
+  std::vector<int64_t> encode(std::string_view text, size_t max_len = 0, bool add_special_tokens = true) const;
   /// The pieces of a text as strings (the vocabulary's, "##" prefixes included), without the
   /// special tokens of the post-processor: for tests and debugging.
   std::vector<std::string> tokenize(std::string_view text) const;
@@ -84,6 +93,15 @@ class Tokenizer {
   size_t num_special_tokens() const;
   /// The max_length of the tokenizer.json's truncation section, if it has one.
   std::optional<size_t> truncation_max_length() const;
+  /// Where a batch pads this tokenizer's sequences: tokenizer_config.json's padding_side (left for
+  /// most decoders), else the tokenizer.json padding section's direction, else right.
+  Side padding_side() const;
+  /// Which end encode() cuts: tokenizer_config.json's truncation_side, else the tokenizer.json
+  /// truncation section's direction, else right.
+  Side truncation_side() const;
+  /// tokenizer_config.json's model_max_length, when it is a real length (transformers writes
+  /// 1e30 for "none").
+  std::optional<size_t> model_max_length() const;
   /// What the tokenizer was read from (the `name` of from_json / from_vocab).
   const std::string& name() const;
 
