@@ -33,7 +33,7 @@ const char* const kTexts[] = {
 void check_encodes(const Tokenizer& tokenizer) {
   const size_t specials = tokenizer.num_special_tokens();
   fuzz::check(tokenizer.vocab_size() > 0, "vocab_size > 0");
-  fuzz::check(tokenizer.unk_id() >= 0 && tokenizer.unk_id() < tokenizer.vocab_size(), "unk_id in range");
+  fuzz::check(tokenizer.unk_id() >= -1 && tokenizer.unk_id() < tokenizer.vocab_size(), "unk_id in range or -1");
   fuzz::check(tokenizer.pad_id() < tokenizer.vocab_size(), "pad_id in range");
   for (const char* text : kTexts) {
     const std::vector<int64_t> ids = tokenizer.encode(text);
@@ -43,6 +43,8 @@ void check_encodes(const Tokenizer& tokenizer) {
     const std::vector<int64_t> truncated = tokenizer.encode(text, max_len);
     fuzz::check(truncated.size() <= max_len, "truncated to max_len", text);
     fuzz::check(tokenizer.tokenize(text).size() + specials == ids.size(), "tokenize() gives the pieces", text);
+    fuzz::check(tokenizer.encode(text, 0, false).size() + specials == ids.size(), "the special tokens are optional",
+                text);
   }
 }
 

@@ -23,8 +23,9 @@
 # What runs: the core tests (gradcache_tests), the distributed tests (distributed_tests: two
 # processes over Gloo), the retriever tests (retriever_tests: the readers, settings, tokenizer,
 # training steps and the trainer end to end through the library the program is a thin layer
-# over), the Hugging Face tests (hf_tests: tokenizer, safetensors, BERT, sentence-transformers
-# modules; their live comparisons skip without the Python packages) and the program itself (the
+# over), the Hugging Face tests (tokenizer_tests: every tokenizer component and kind; hf_tests:
+# safetensors, BERT, sentence-transformers modules; their live comparisons skip without the
+# Python packages) and the program itself (the
 # shell tests of tests/cli: every command, signals, kill-and-resume, a full disk); ctest labels
 # core|distributed|retriever|hf|cli|faults. Checks that need the 2.x Python packages report
 # SKIPPED or skip their part here. Not run here: the package and bench tests.
@@ -75,7 +76,7 @@ echo "== build"
 fuzz_targets=$(cd "$root/fuzz" && ls fuzz_*.cpp | sed 's/\.cpp$//')
 # shellcheck disable=SC2086  # one word per target
 nice -n "$nice_level" cmake --build "$build" --parallel "$jobs" \
-  --target gradcache_tests distributed_tests retriever_tests hf_tests gradcache_cli compare_checkpoints $fuzz_targets
+  --target gradcache_tests distributed_tests retriever_tests hf_tests tokenizer_tests gradcache_cli compare_checkpoints $fuzz_targets
 built=$(date +%s)
 echo "   built in $((built - started)) s"
 [ "$build_only" = 1 ] && exit 0

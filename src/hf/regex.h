@@ -46,4 +46,18 @@ class Regex {
 /// A literal string as a pattern (tokenizer.json's {"String": "..."}): every character escaped.
 std::string escape_regex(std::string_view literal);
 
+/// The pattern of Split and Replace in tokenizer.json: {"String": "..."}, a literal, or
+/// {"Regex": "..."} (serde's form of the enum: an object with exactly one of the two keys).
+struct PatternSpec {
+  bool is_regex = false;
+  std::string text;
+
+  OrderedJson to_json() const { return OrderedJson{{is_regex ? "Regex" : "String", text}}; }
+  /// What Regex compiles: `tokenizers` escapes a literal and runs it as a regular expression too.
+  std::string regex() const { return is_regex ? text : escape_regex(text); }
+};
+
+/// The field `key` of `config` as a PatternSpec; it must be there.
+PatternSpec read_pattern_spec(const Json& config, const char* key, const Source& source);
+
 }  // namespace gradcache::hf::detail

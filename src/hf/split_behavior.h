@@ -13,10 +13,11 @@ namespace gradcache::hf::detail {
 
 enum class SplitBehavior { kRemoved, kIsolated, kMergedWithPrevious, kMergedWithNext, kContiguous };
 
-/// The behaviour named by the field `key` ("removed", "isolated", "merged_with_previous",
-/// "merged_with_next", "contiguous", as `tokenizers` writes them); anything else is refused.
+/// The behaviour named by the field `key`, which must be there: "Removed", "Isolated",
+/// "MergedWithPrevious", "MergedWithNext" or "Contiguous" (serde's names for the variants, which
+/// `tokenizers` reads and writes exactly so); anything else is refused, as `tokenizers` does.
 SplitBehavior read_split_behavior(const Json& config, const char* key, const Source& source);
-/// The name `tokenizers` writes for it ("Isolated"...: check serialization).
+/// The name `tokenizers` writes for it ("Isolated"...).
 const char* split_behavior_name(SplitBehavior behavior);
 
 /// Appends to `out` the words of `text` cut at `matches` (the delimiters: sorted, not

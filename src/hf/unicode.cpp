@@ -2,6 +2,8 @@
 // each predicate also checks the character's age).
 #include "hf/unicode.h"
 
+#include "hf/unicode16_tables.h"
+
 #include <unicode/normalizer2.h>
 #include <unicode/uchar.h>
 #include <unicode/uniset.h>
@@ -23,6 +25,10 @@ bool assigned_by(char32_t c, int major) {
   UVersionInfo age;
   u_charAge(static_cast<UChar32>(c), age);
   return age[0] < major || (age[0] == major && age[1] == 0 && age[2] == 0);
+}
+
+bool is_ascii_alnum(char32_t c) {
+  return (c >= U'0' && c <= U'9') || (c >= U'A' && c <= U'Z') || (c >= U'a' && c <= U'z');
 }
 
 bool is_ascii_punctuation(char32_t c) {
@@ -70,23 +76,47 @@ const std::array<uint8_t, 0x10000>& bmp_flags() {
 
 uint8_t flags(char32_t c) { return c < 0x10000 ? bmp_flags()[c] : compute_flags(c); }
 
-// NFD restricted to the characters of Unicode 9.0 (FilteredNormalizer2 treats the others as
-// they were unassigned: left alone, and boundaries for reordering).
-struct Nfd9 {
+// The normalisation forms restricted to the characters of Unicode 9.0 (FilteredNormalizer2
+// treats the others as if they were unassigned: left alone, and boundaries for reordering and
+// composition), as unicode-normalization-alignments' Unicode 9.0 tables do.
+enum class Form { kNfd, kNfc, kNfkd, kNfkc };
+
+struct Normalizer9 {
   UErrorCode status = U_ZERO_ERROR;
   icu::UnicodeSet filter;
   std::unique_ptr<icu::FilteredNormalizer2> normalizer;
-  Nfd9() : filter(icu::UnicodeString(u"[:age=9.0:]"), status) {
-    const icu::Normalizer2* nfd = icu::Normalizer2::getNFDInstance(status);
-    if (U_FAILURE(status)) throw std::runtime_error(std::string("ICU: no NFD data: ") + u_errorName(status));
+  explicit Normalizer9(Form form) : filter(icu::UnicodeString(u"[:age=9.0:]"), status) {
+    const icu::Normalizer2* base = nullptr;
+    switch (form) {
+      case Form::kNfd: base = icu::Normalizer2::getNFDInstance(status); break;
+      case Form::kNfc: base = icu::Normalizer2::getNFCInstance(status); break;
+      case Form::kNfkd: base = icu::Normalizer2::getNFKDInstance(status); break;
+      case Form::kNfkc: base = icu::Normalizer2::getNFKCInstance(status); break;
+    }
+    if (U_FAILURE(status)) throw std::runtime_error(std::string("ICU: no normalization data: ") + u_errorName(status));
     filter.freeze();
-    normalizer = std::make_unique<icu::FilteredNormalizer2>(*nfd, filter);
+    normalizer = std::make_unique<icu::FilteredNormalizer2>(*base, filter);
   }
 };
 
-const icu::Normalizer2& nfd9() {
-  static const Nfd9 instance;
-  return *instance.normalizer;
+const icu::Normalizer2& normalizer9(Form form) {
+  static const Normalizer9 nfd(Form::kNfd), nfc(Form::kNfc), nfkd(Form::kNfkd), nfkc(Form::kNfkc);
+  switch (form) {
+    case Form::kNfd: return *nfd.normalizer;
+    case Form::kNfc: return *nfc.normalizer;
+    case Form::kNfkd: return *nfkd.normalizer;
+    default: return *nfkc.normalizer;
+  }
+}
+
+// The Unicode 16.0 row of unicode16_tables.h that holds `c`, or nullptr.
+const gradcache::hf::detail::unicode16::Row* unicode16_row(char32_t c) {
+  const auto& rows = gradcache::hf::detail::unicode16::kRows;
+  const auto* it = std::upper_bound(std::begin(rows), std::end(rows), c,
+                                    [](char32_t x, const auto& row) { return x < row.first; });
+  if (it == std::begin(rows)) return nullptr;
+  --it;
+  return c <= it->last ? it : nullptr;
 }
 
 // Lower-case mappings that Unicode added after 15.0 (ICU 72's version), which Rust's std (and
@@ -201,10 +231,35 @@ bool is_punctuation(char32_t c) { return (flags(c) & kPunctuation) != 0; }
 bool is_nonspacing_mark(char32_t c) { return (flags(c) & kNonspacingMark) != 0; }
 
 bool is_word_char(char32_t c) {
+  if (c < 0x80) return is_ascii_alnum(c) || c == U'_';
+  if (const auto* row = unicode16_row(c))  // Unicode 15.1 and 16.0, which this ICU may lack
+    return (row->flags & gradcache::hf::detail::unicode16::kAlphabetic) != 0 ||
+           (U_MASK(row->category) & (U_GC_M_MASK | U_GC_ND_MASK | U_GC_PC_MASK)) != 0;
+  if (!assigned_by(c, 16)) return false;
   const auto uc = static_cast<UChar32>(c);
   const uint32_t mask = U_MASK(u_charType(uc));
   return u_hasBinaryProperty(uc, UCHAR_ALPHABETIC) || (mask & (U_GC_M_MASK | U_GC_ND_MASK | U_GC_PC_MASK)) != 0 ||
          u_hasBinaryProperty(uc, UCHAR_JOIN_CONTROL);
+}
+
+bool is_numeric(char32_t c) {
+  if (c < 0x80) return c >= U'0' && c <= U'9';
+  // Unicode 17.0's new numbers (Rust's std has them; ICU 72, Unicode 15.0, does not).
+  if ((c >= 0x11DE0 && c <= 0x11DE9) || (c >= 0x16FF4 && c <= 0x16FF6)) return true;
+  if (const auto* row = unicode16_row(c)) return (U_MASK(row->category) & U_GC_N_MASK) != 0;
+  return (U_MASK(u_charType(static_cast<UChar32>(c))) & U_GC_N_MASK) != 0;
+}
+
+bool is_combining_mark(char32_t c) {
+  if (c < 0x300 || !assigned_by(c, kNormalizationTablesMajor)) return false;
+  // The characters whose category changed between Unicode 9.0 and ICU's version, across the
+  // line between marks and the rest (the tests compare every code point with `tokenizers`).
+  switch (c) {
+    case 0x1CF2:                            // VEDIC SIGN ARDHAVISARGA
+    case 0x1CF3: return true;               // VEDIC SIGN ROTATED ARDHAVISARGA: Mc in 9.0, Lo since 10.0
+    case 0x111C9: return false;             // SHARADA SANDHI MARK: Po in 9.0, Mn since 11.0
+    default: return (U_MASK(u_charType(static_cast<UChar32>(c))) & U_GC_M_MASK) != 0;
+  }
 }
 
 bool is_chinese_char(char32_t c) {
@@ -232,48 +287,58 @@ void append_lowercase(std::u32string& out, char32_t c) {
 
 namespace {
 
-void nfd_block(std::u32string_view block, std::u32string& out) {
-  bool below_first_decomposable = true;  // nothing below U+00C0 decomposes or reorders
-  for (const char32_t c : block) below_first_decomposable &= c < 0xC0;
-  if (below_first_decomposable) {
+// The code points below which a form changes nothing and reorders nothing: U+00A0 (no-break
+// space) is the first character with a compatibility decomposition, U+00C0 the first with a
+// canonical one.
+char32_t first_affected(Form form) { return form == Form::kNfkd || form == Form::kNfkc ? 0xA0 : 0xC0; }
+
+void normalize_block(Form form, std::u32string_view block, std::u32string& out) {
+  const char32_t first = first_affected(form);
+  if (std::all_of(block.begin(), block.end(), [first](char32_t c) { return c < first; })) {
     out.append(block);
     return;
   }
   UErrorCode status = U_ZERO_ERROR;
   const icu::UnicodeString source =
       icu::UnicodeString::fromUTF32(reinterpret_cast<const UChar32*>(block.data()), static_cast<int32_t>(block.size()));
-  const icu::UnicodeString result = nfd9().normalize(source, status);
-  if (U_FAILURE(status)) throw std::runtime_error(std::string("ICU NFD failed: ") + u_errorName(status));
+  const icu::UnicodeString result = normalizer9(form).normalize(source, status);
+  if (U_FAILURE(status)) throw std::runtime_error(std::string("ICU normalization failed: ") + u_errorName(status));
   const size_t at = out.size();
   out.resize(at + static_cast<size_t>(result.countChar32()));
   result.toUTF32(reinterpret_cast<UChar32*>(out.data() + at), static_cast<int32_t>(out.size() - at), status);
   if (U_FAILURE(status)) throw std::runtime_error(std::string("ICU UTF-32 conversion failed: ") + u_errorName(status));
 }
 
-}  // namespace
-
-void nfd(std::u32string& text) {
-  // In blocks of about a million characters (ICU strings index with int32_t), cut before a
-  // character that normalisation never reorders or merges across (hasBoundaryBefore), so the
-  // blocks decompose independently.
+void normalize(Form form, std::u32string& text) {
+  // In blocks of about a million characters (ICU strings index with int32_t, and a form can
+  // expand a text many times over), cut before a character that the form never reorders or
+  // merges across (hasBoundaryBefore), so the blocks normalise independently.
   constexpr size_t kBlock = size_t{1} << 20;
+  std::u32string out;
   if (text.size() <= kBlock) {
-    std::u32string out;
-    nfd_block(text, out);
+    normalize_block(form, text, out);
     text.swap(out);
     return;
   }
-  std::u32string out;
   out.reserve(text.size());
+  const icu::Normalizer2& normalizer = normalizer9(form);
   size_t begin = 0;
   while (begin < text.size()) {
     size_t end = std::min(text.size(), begin + kBlock);
-    while (end < text.size() && end > begin + kBlock / 2 && !nfd9().hasBoundaryBefore(static_cast<UChar32>(text[end])))
+    while (end < text.size() && end > begin + kBlock / 2 &&
+           !normalizer.hasBoundaryBefore(static_cast<UChar32>(text[end])))
       --end;
-    nfd_block(std::u32string_view(text).substr(begin, end - begin), out);
+    normalize_block(form, std::u32string_view(text).substr(begin, end - begin), out);
     begin = end;
   }
   text.swap(out);
 }
+
+}  // namespace
+
+void nfd(std::u32string& text) { normalize(Form::kNfd, text); }
+void nfc(std::u32string& text) { normalize(Form::kNfc, text); }
+void nfkd(std::u32string& text) { normalize(Form::kNfkd, text); }
+void nfkc(std::u32string& text) { normalize(Form::kNfkc, text); }
 
 }  // namespace gradcache::hf::unicode

@@ -40,9 +40,15 @@ bool is_control(char32_t c);
 bool is_punctuation(char32_t c);
 /// Category Mn (Unicode 8.0): what strip_accents removes after NFD.
 bool is_nonspacing_mark(char32_t c);
-/// Rust regex's \w (Unicode): Alphabetic, a mark, a decimal digit, a connector punctuation or
-/// Join_Control. Added tokens with single_word match only between non-word characters.
+/// Rust regex's \w (Unicode 16.0, the regex crate's tables): Alphabetic, a mark, a decimal digit,
+/// a connector punctuation or Join_Control. Added tokens with single_word match only between
+/// non-word characters; the Whitespace pre-tokeniser cuts at the edges of runs of them.
 bool is_word_char(char32_t c);
+/// Rust's char::is_numeric (Rust's Unicode, 17.0): a number of any kind (Nd, Nl, No).
+bool is_numeric(char32_t c);
+/// unicode-normalization-alignments' is_combining_mark, which StripAccents removes: a mark of any
+/// kind (Mn, Mc, Me) in Unicode 9.0.
+bool is_combining_mark(char32_t c);
 /// The CJK ideograph blocks that handle_chinese_chars surrounds with spaces (the ranges of
 /// `tokenizers`' is_chinese_char, which are Google BERT's).
 bool is_chinese_char(char32_t c);
@@ -52,5 +58,9 @@ bool is_chinese_char(char32_t c);
 void append_lowercase(std::u32string& out, char32_t c);
 /// Canonical decomposition (NFD) of the characters of Unicode 9.0; later ones are left alone.
 void nfd(std::u32string& text);
+/// The other normalisation forms, likewise over the characters of Unicode 9.0.
+void nfc(std::u32string& text);
+void nfkd(std::u32string& text);
+void nfkc(std::u32string& text);
 
 }  // namespace gradcache::hf::unicode

@@ -65,25 +65,30 @@ TEST(HfErrors, MalformedJson) {
 }
 
 TEST(HfErrors, UnsupportedComponentsListWhatIsSupported) {
-  nlohmann::json bpe = small_tokenizer();
-  bpe["model"] = {{"type", "BPE"}, {"vocab", nlohmann::json::object()}, {"merges", nlohmann::json::array()}};
-  EXPECT_TRUE(contains(error_of_json(bpe),
-                       "bad/tokenizer.json: model.type: the model \"BPE\" is not supported "
-                       "(supported: WordPiece; this reader covers the BERT family"));
+  // Components `tokenizers` has that no model this library trains uses (WordLevel, the
+  // UnicodeScripts and CharDelimiterSplit pre-tokenizers, the ByteLevel normalizer), and a
+  // made-up post-processor.
+  nlohmann::json word_level = small_tokenizer();
+  word_level["model"] = {{"type", "WordLevel"}, {"vocab", nlohmann::json::object()}, {"unk_token", "[UNK]"}};
+  EXPECT_TRUE(contains(error_of_json(word_level),
+                       "bad/tokenizer.json: model.type: the model \"WordLevel\" is not supported "
+                       "(supported: WordPiece, BPE, Unigram)"));
+  nlohmann::json scripts = small_tokenizer();
+  scripts["pre_tokenizer"] = {{"type", "UnicodeScripts"}};
+  EXPECT_TRUE(contains(error_of_json(scripts),
+                       "pre_tokenizer.type: the pre-tokenizer \"UnicodeScripts\" is not supported (supported: "
+                       "BertPreTokenizer, ByteLevel, Split, Metaspace, Whitespace, WhitespaceSplit, Punctuation, Digits, "
+                       "Sequence)"));
   nlohmann::json byte_level = small_tokenizer();
-  byte_level["pre_tokenizer"] = {{"type", "ByteLevel"}, {"add_prefix_space", false}};
+  byte_level["normalizer"] = {{"type", "ByteLevel"}};
   EXPECT_TRUE(contains(error_of_json(byte_level),
-                       "pre_tokenizer.type: the pre-tokenizer \"ByteLevel\" is not supported (supported: "
-                       "BertPreTokenizer;"));
-  nlohmann::json nfkc = small_tokenizer();
-  nfkc["normalizer"] = {{"type", "NFKC"}};
-  EXPECT_TRUE(contains(error_of_json(nfkc),
-                       "normalizer.type: the normalizer \"NFKC\" is not supported (supported: BertNormalizer;"));
-  nlohmann::json roberta = small_tokenizer();
-  roberta["post_processor"] = {{"type", "RobertaProcessing"}};
-  EXPECT_TRUE(contains(error_of_json(roberta),
-                       "the post-processor \"RobertaProcessing\" is not supported (supported: TemplateProcessing, "
-                       "BertProcessing;"));
+                       "normalizer.type: the normalizer \"ByteLevel\" is not supported (supported: BertNormalizer, "
+                       "NFC, NFD, NFKC, NFKD, Lowercase, Strip, StripAccents, Replace, Prepend, Precompiled, Sequence)"));
+  nlohmann::json made_up = small_tokenizer();
+  made_up["post_processor"] = {{"type", "T5Processing"}};
+  EXPECT_TRUE(contains(error_of_json(made_up),
+                       "the post-processor \"T5Processing\" is not supported (supported: TemplateProcessing, "
+                       "BertProcessing, RobertaProcessing, ByteLevel, Sequence)"));
   nlohmann::json untyped = small_tokenizer();
   untyped["model"].erase("type");
   EXPECT_TRUE(contains(error_of_json(untyped), "model: the field \"type\" is missing"));

@@ -87,7 +87,8 @@ class Tokenizer {
   int64_t cls_id() const;
   /// The special token after the text in the single-sequence template ([SEP]); -1 for none.
   int64_t sep_id() const;
-  /// The id the model gives a word it cannot spell ([UNK]).
+  /// The id the model gives a word it cannot spell ([UNK]); -1 for a model without one (a
+  /// byte-level BPE spells every text).
   int64_t unk_id() const;
   /// The number of special tokens encode() adds around the pieces (2 for [CLS] A [SEP]).
   size_t num_special_tokens() const;
