@@ -46,6 +46,7 @@ import time  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "tests", "hf"))
+sys.dont_write_bytecode = True  # no __pycache__ in the source tree
 import tokenizer_kinds  # noqa: E402
 
 BATCH = 32  # sentence-transformers' default batch size
@@ -213,6 +214,61 @@ def machine(bench_compiler):
             "date": time.strftime("%Y-%m-%d %H:%M:%S %z")}
 
 
+# What each kind is, for the table of docs/huggingface.md (tokenizer_kinds.py's builders say more).
+KIND_NAMES = {
+    "bert": "WordPiece: all-MiniLM-L6-v2's own file (bge, e5, gte)",
+    "mpnet": "WordPiece, `<s> A </s>`: all-mpnet-base-v2",
+    "roberta": "byte-level BPE, RobertaProcessing: roberta-base",
+    "gpt2": "byte-level BPE: gpt2",
+    "modernbert": "byte-level BPE, NFC, `[CLS] A [SEP]`: ModernBERT, gte-modernbert",
+    "llama3": "byte-level BPE, Split `\\p{N}{1,3}`, ignore_merges: Llama-3",
+    "qwen2": "byte-level BPE, NFC, Split `\\p{N}`: Qwen2.5, Qwen3",
+    "qwen3_embedding": "as qwen2, end-of-text token appended, left padding: Qwen3-Embedding",
+    "bloom": "byte-level BPE, BLOOM's Split: BLOOM (SGPT)",
+    "clip": "BPE with `</w>`, Split removed + invert: CLIP",
+    "llama2": "SentencePiece BPE, Prepend + Replace, byte_fallback: Llama-2, Mistral (e5-mistral, RepLLaMA)",
+    "llama2_metaspace": "SentencePiece BPE, Metaspace first: Mistral v0.3, non-legacy Llama",
+    "gemma": "SentencePiece BPE, Replace, Split, byte_fallback: Gemma, EmbeddingGemma",
+    "xlmr": "Unigram, Precompiled, Metaspace: XLM-R (multilingual-e5, bge-m3)",
+    "xlmr_hub": "the same in the older hub layout",
+    "t5": "Unigram, Precompiled, `A </s>`: gtr-t5, sentence-t5",
+    "components_nfkc": "NFKC, Lowercase, StripAccents, Replace, Digits, Punctuation, added-token options",
+    "components_nfkd": "NFKD, Strip, WhitespaceSplit, Whitespace",
+    "components_split": "Split: each behaviour and invert, a Sequence",
+    "components_metaspace_first": "Metaspace first after Strip, post-processor Sequence",
+    "components_metaspace_never": "Metaspace never, split off",
+    "components_unigram": "Unigram with byte_fallback",
+    "components_bpe_fuse_unk": "BPE with an unknown token, fused",
+    "components_bpe_unk": "BPE with an unknown token, not fused",
+}
+DOC_BEGIN = "<!-- tokenizer table: written by bench/tokenizer_speed.py --doc; do not edit -->"
+DOC_END = "<!-- end of the tokenizer table -->"
+
+
+def write_doc_table(report, doc, lines):
+    """The kind x (exact, speed) table of docs/huggingface.md, between its marker lines."""
+    sys.path.insert(0, HERE)
+    from doc_block import write_block
+
+    rows = ["| kind (the real files it mirrors) | exact vs `tokenizers` (`TokenizerKinds.<kind>`) | "
+            "short texts: tokens/s, ours / theirs | long texts: tokens/s, ours / theirs |",
+            "|---|---|---|---|"]
+    for kind, result in report["kinds"].items():
+        cells = []
+        for name in ("short", "long"):
+            r = result[name]
+            cells.append(f"{r['ours']['tokens_per_s'] / 1e6:.2f}M / {r['python_tokenizers']['tokens_per_s'] / 1e6:.2f}M "
+                         f"= **{r['ratio']:.2f}x**")
+        rows.append(f"| `{kind}`: {KIND_NAMES.get(kind, '')} | {lines:,} lines x 2, 0 mismatches | "
+                    f"{cells[0]} | {cells[1]} |")
+    machine = report["machine"]
+    rows.append("")
+    rows.append(f"`docs/tokenizer_speed.json`, {machine.get('date', '')}: {machine.get('cpu', '')}, one thread each; "
+                f"exactness: every corpus line with and without the special tokens (expected.txt, "
+                f"expected_plain.txt), the test fails on any mismatch.")
+    write_block(doc, DOC_BEGIN, DOC_END, "\n".join(rows), "gradcache::hf")
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--dir", required=True, help="the directory tokenizer_kinds.py made")
@@ -225,6 +281,7 @@ def main():
     parser.add_argument("--repeats", type=int, default=3, help="timed passes per turn (the median counts)")
     parser.add_argument("--short", type=int, default=4000, help="short texts")
     parser.add_argument("--long", type=int, default=400, help="long texts")
+    parser.add_argument("--doc", help="also write the table of this Markdown file (docs/huggingface.md)")
     args = parser.parse_args()
 
     import tokenizers  # noqa: F401  (after the environment above)
@@ -273,6 +330,11 @@ def main():
           f"at most {cpu_per_wall:.2f}, {threads} thread(s) in this process")
     if not report["python_one_thread"]["one_thread"]:
         sys.exit("tokenizers used more than one thread: the comparison is not one thread against one")
+    if args.doc:
+        with open(args.corpus, "rb") as f:
+            lines = sum(1 for _ in f)
+        write_doc_table(report, args.doc, lines)
+        print(f"{args.doc}: the tokenizer table written")
 
 
 if __name__ == "__main__":

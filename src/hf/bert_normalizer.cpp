@@ -1,10 +1,15 @@
 // BertNormalizer, as `tokenizers` (normalizers/bert.rs) runs it: clean_text, then
 // handle_chinese_chars, then strip_accents (NFD and remove the non-spacing marks; unset means
-// "as lowercase"), then lowercase, each over the whole text.
+// "as lowercase"), then lowercase, each over the whole text. Each step also moves the count of
+// leading characters aligned with the original's start (hf/normalized_origin.h) as the
+// NormalizedString method it calls does (tokenizer/normalizer.rs): filter and map keep each
+// character aligned where it was (a dropped first character takes the start with it), the
+// spaces around an ideograph are aligned with it, then nfd and lowercase.
 #include <algorithm>
 
 #include "hf/components.h"
 #include "hf/json_fields.h"
+#include "hf/normalized_origin.h"
 #include "hf/unicode.h"
 
 namespace gradcache::hf::detail {
@@ -18,13 +23,18 @@ class BertNormalizer final : public Normalizer {
         strip_accents_(strip_accents),
         lowercase_(lowercase) {}
 
-  void normalize(std::u32string& text) const override {
-    if (clean_text_ || handle_chinese_chars_) clean_and_space(text);
+  size_t normalize(std::u32string& text, size_t at_origin) const override {
+    if (clean_text_ || handle_chinese_chars_) at_origin = clean_and_space(text, at_origin);
     if (strip_accents_.value_or(lowercase_)) {
+      at_origin = decomposition_origin(text, at_origin, /*compatibility=*/false);
       unicode::nfd(text);
+      at_origin = static_cast<size_t>(
+          std::count_if(text.begin(), text.begin() + static_cast<ptrdiff_t>(std::min(at_origin, text.size())),
+                        [](char32_t c) { return !unicode::is_nonspacing_mark(c); }));
       text.erase(std::remove_if(text.begin(), text.end(), unicode::is_nonspacing_mark), text.end());
     }
-    if (lowercase_) lower(text);
+    if (lowercase_) at_origin = lower(text, at_origin);
+    return at_origin;
   }
 
   OrderedJson to_json() const override {
@@ -40,15 +50,19 @@ class BertNormalizer final : public Normalizer {
  private:
   // clean_text removes U+0000, U+FFFD and control characters and turns white space into ' ';
   // handle_chinese_chars puts a space on each side of a CJK ideograph. One pass does both: the
-  // second only looks at characters the first kept, which it leaves alone.
-  void clean_and_space(std::u32string& text) const {
+  // second only looks at characters the first kept, which it leaves alone. Returns the new count
+  // of leading characters at the start: what the kept ones among the old leading ones became.
+  size_t clean_and_space(std::u32string& text, size_t at_origin) const {
     std::u32string out;
     out.reserve(text.size() + text.size() / 4);
-    for (char32_t c : text) {
+    size_t origin = 0;
+    for (size_t i = 0; i < text.size(); ++i) {
+      char32_t c = text[i];
       if (clean_text_) {
         if (c == 0 || c == 0xFFFD || unicode::is_control(c)) continue;
         if (unicode::is_whitespace(c)) c = U' ';
       }
+      const size_t before = out.size();
       if (handle_chinese_chars_ && unicode::is_chinese_char(c)) {
         out.push_back(U' ');
         out.push_back(c);
@@ -56,19 +70,23 @@ class BertNormalizer final : public Normalizer {
       } else {
         out.push_back(c);
       }
+      if (i < at_origin) origin += out.size() - before;
     }
     text.swap(out);
+    return origin;
   }
 
-  static void lower(std::u32string& text) {
+  static size_t lower(std::u32string& text, size_t at_origin) {
     if (std::all_of(text.begin(), text.end(), [](char32_t c) { return c < 0x80; })) {
       for (char32_t& c : text) c = (c >= U'A' && c <= U'Z') ? c + 32 : c;
-      return;
+      return at_origin;
     }
+    const size_t origin = lowercase_origin(text, at_origin);
     std::u32string out;
     out.reserve(text.size());
     for (const char32_t c : text) unicode::append_lowercase(out, c);
     text.swap(out);
+    return origin;
   }
 
   bool clean_text_;

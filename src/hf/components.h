@@ -33,7 +33,16 @@ struct Source {
 class Normalizer {
  public:
   virtual ~Normalizer() = default;
-  virtual void normalize(std::u32string& text) const = 0;
+  /// Rewrites `text` in place and says where it aligns with the original: `at_origin` is how
+  /// many leading characters of `text` `tokenizers` aligns with the start of the original text
+  /// (1 for a text not yet normalised, 0 if empty), and the result is that count for the
+  /// rewritten text, as its NormalizedString's alignments give it (hf/normalized_origin.h).
+  /// Metaspace's prepend_scheme "first" needs it: a normaliser that drops or merges the first
+  /// characters (Strip, a Replace of "ab"...) moves the text's start off the original's, and
+  /// `tokenizers` then prepends nothing.
+  virtual size_t normalize(std::u32string& text, size_t at_origin) const = 0;
+  /// Rewrites `text` in place when where it aligns does not matter (an added token's content).
+  void normalize(std::u32string& text) const { normalize(text, text.empty() ? 0 : 1); }
   virtual OrderedJson to_json() const = 0;
 };
 

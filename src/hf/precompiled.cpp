@@ -11,6 +11,15 @@
 // cluster goes with it: "ﬁ" + U+0301 becomes "fi"); any other cluster goes character by
 // character, each character that begins with a key replaced the same way.
 //
+// It also says how many leading characters stay aligned with the original's start
+// (hf/normalized_origin.h). precompiled.rs hands transform() a change per new character, built
+// oddly: a replacement's characters are changes 0, the last of them carrying the difference in
+// length (the last ones insertions when longer, the last one removing the extra old characters
+// when shorter), and a replacement by nothing adds its difference to the change of the previous
+// new character, or, when there is none yet, to nothing: a text whose first character is
+// replaced by nothing keeps its start on the next one ("\x01ab" gives "ab" with "a" aligned
+// with "\x01"). When nothing is replaced, nothing moves.
+//
 // A charsmap that lies (a trie pointing outside itself, a replacement starting outside the
 // replacements or inside a character) is refused when read: every node the trie can reach is
 // walked once, so no text can lead the walk anywhere unchecked. `tokenizers` loads such a
@@ -24,6 +33,7 @@
 
 #include "hf/components.h"
 #include "hf/json_fields.h"
+#include "hf/normalized_origin.h"
 #include "hf/unicode.h"
 
 namespace gradcache::hf::detail {
@@ -444,10 +454,11 @@ class Precompiled final : public Normalizer {
     }
   }
 
-  void normalize(std::u32string& text) const override {
+  size_t normalize(std::u32string& text, size_t at_origin) const override {
     thread_local std::u32string out;
     out.clear();
     out.reserve(text.size());
+    Changes changes(at_origin);
     const std::u32string_view chars(text);
     for (size_t begin = 0; begin < chars.size();) {
       // An ASCII character before another is a cluster of its own (only CR LF joins in ASCII).
@@ -457,17 +468,20 @@ class Precompiled final : public Normalizer {
         const auto& replacement = ascii_[c];
         if (replacement) {
           out += *replacement;
+          changes.replaced(1, replacement->size());
         } else {
           out.push_back(c);
+          changes.kept();
         }
         ++begin;
         continue;
       }
       const size_t end = cluster_end(chars, begin);
-      append_cluster(chars.substr(begin, end - begin), out);
+      append_cluster(chars.substr(begin, end - begin), out, changes);
       begin = end;
     }
     text.swap(out);
+    return changes.at_origin();
   }
 
   OrderedJson to_json() const override {
@@ -478,9 +492,54 @@ class Precompiled final : public Normalizer {
   }
 
  private:
+  /// The changes precompiled.rs gives transform() (see the top of the file), followed only as far
+  /// as the start goes. The last change stays open: a replacement by nothing may still change it.
+  class Changes {
+   public:
+    explicit Changes(size_t at_origin) : before_(at_origin), tracker_(at_origin) {}
+    void kept() { add(0); }
+    void replaced(size_t old_count, size_t new_count) {
+      modified_ = true;
+      if (tracker_.done()) return;
+      const auto diff = static_cast<ptrdiff_t>(new_count) - static_cast<ptrdiff_t>(old_count);
+      if (new_count == 0) {
+        if (has_open_) open_ += diff;
+        return;
+      }
+      for (size_t i = 0; i < new_count; ++i) {
+        // The last `diff` characters are insertions when longer; the last one takes the
+        // difference when shorter.
+        ptrdiff_t change = 0;
+        if (diff > 0 && i >= new_count - static_cast<size_t>(diff)) change = 1;
+        if (diff < 0 && i + 1 == new_count) change = diff;
+        add(change);
+      }
+    }
+    size_t at_origin() {
+      if (!modified_) return before_;  // precompiled.rs transforms nothing then
+      if (has_open_) tracker_.add(open_);
+      has_open_ = false;
+      return tracker_.at_origin();
+    }
+
+   private:
+    void add(ptrdiff_t change) {
+      if (tracker_.done()) return;
+      if (has_open_) tracker_.add(open_);
+      open_ = change;
+      has_open_ = true;
+    }
+
+    size_t before_;
+    OriginTracker tracker_;
+    bool has_open_ = false;
+    ptrdiff_t open_ = 0;
+    bool modified_ = false;
+  };
+
   // precompiled.rs: a cluster under 6 bytes is looked up whole, else (or when that finds
   // nothing) each character is.
-  void append_cluster(std::u32string_view cluster, std::u32string& out) const {
+  void append_cluster(std::u32string_view cluster, std::u32string& out, Changes& changes) const {
     char bytes[8];
     size_t size = 0;
     for (const char32_t c : cluster) {
@@ -492,20 +551,26 @@ class Precompiled final : public Normalizer {
     }
     if (size < 6) {
       if (const auto replacement = map_.transform(bytes, size)) {
+        const size_t before = out.size();
         append_decoded(out, *replacement);
+        changes.replaced(cluster.size(), out.size() - before);
         return;
       }
       if (cluster.size() == 1) {  // the character's own lookup is the one just made
         out.push_back(cluster[0]);
+        changes.kept();
         return;
       }
     }
     for (const char32_t c : cluster) {
       const size_t length = put_utf8(c, bytes);
       if (const auto replacement = map_.transform(bytes, length)) {
+        const size_t before = out.size();
         append_decoded(out, *replacement);
+        changes.replaced(1, out.size() - before);
       } else {
         out.push_back(c);
+        changes.kept();
       }
     }
   }

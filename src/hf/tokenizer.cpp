@@ -41,7 +41,13 @@ std::vector<int64_t> piece_ids(const TokenizerState& state, std::string_view tex
       continue;
     }
     std::u32string segment = chars.substr(raw.begin, raw.end - raw.begin);
-    if (state.normalizer) state.normalizer->normalize(segment);
+    // How many leading characters of the normalised segment `tokenizers` aligns with the
+    // segment's original start (1 before normalising: the first). A piece of it begins where the
+    // text begins (offsets_original().0 == 0, which Metaspace's prepend_scheme "first" asks)
+    // when the segment does and the piece begins among those characters: a normaliser that
+    // drops or merges the first characters (Strip on "  hi") moves the start off the text's.
+    size_t at_origin = 1;
+    if (state.normalizer) at_origin = state.normalizer->normalize(segment, at_origin);
     pieces.clear();
     state.added->split(segment, true, pieces);
     for (const TextPiece& piece : pieces) {
@@ -49,7 +55,7 @@ std::vector<int64_t> piece_ids(const TokenizerState& state, std::string_view tex
         ids.push_back(piece.id);
       } else {
         tokenize_normalized(state, std::u32string_view(segment).substr(piece.begin, piece.end - piece.begin),
-                            raw.begin == 0 && piece.begin == 0, ids);
+                            raw.begin == 0 && piece.begin < at_origin, ids);
       }
     }
   }

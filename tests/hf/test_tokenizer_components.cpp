@@ -313,4 +313,66 @@ TEST(HfComponents, ToJsonAsTokenizersWritesIt) {
   EXPECT_EQ(to_json("pre_tokenizer", R"({"type":"Punctuation"})"), R"({"type":"Punctuation","behavior":"Isolated"})");
 }
 
+// ---- where the normalised text begins: Metaspace's prepend_scheme "first" -----------------------
+
+// How many leading characters of the normalised text `tokenizers` still aligns with the start of
+// the original text (its NormalizedString alignments; tokens' offsets in Python show them).
+size_t normalized_at_origin(const std::string& config, const std::string& text) {
+  auto normalizer = make_normalizer(Json::parse(config), kSource);
+  std::u32string chars = unicode::decode_utf8(text);
+  return normalizer->normalize(chars, 1);
+}
+
+TEST(HfNormalizers, SayWhichCharactersKeepTheStart) {
+  const char* strip = R"({"type":"Strip","strip_left":true,"strip_right":true})";
+  EXPECT_EQ(normalized_at_origin(strip, "  hi"), 0u);  // the start went with the spaces
+  EXPECT_EQ(normalized_at_origin(strip, "hi "), 1u);
+  // Expansions of the first character all keep it; NFD's reordering moves the mark of the
+  // second character before the first's.
+  EXPECT_EQ(normalized_at_origin(R"({"type":"NFKC"})", "ﬁx"), 2u);
+  EXPECT_EQ(normalized_at_origin(R"({"type":"NFKC"})", "½x"), 3u);
+  EXPECT_EQ(normalized_at_origin(R"({"type":"NFD"})", "éx"), 2u);
+  EXPECT_EQ(normalized_at_origin(R"({"type":"NFD"})", "é\u0323x"), 1u);
+  EXPECT_EQ(normalized_at_origin(R"({"type":"Lowercase"})", "İa"), 2u);
+  // A replaced match is aligned with its last character; an empty match at 0 with the start.
+  EXPECT_EQ(normalized_at_origin(R"({"type":"Replace","pattern":{"String":"ab"},"content":"X"})", "abc"), 0u);
+  EXPECT_EQ(normalized_at_origin(R"({"type":"Replace","pattern":{"String":"ab"},"content":"X"})", "aab"), 1u);
+  EXPECT_EQ(normalized_at_origin(R"({"type":"Replace","pattern":{"Regex":"x*"},"content":"-"})", "abc"), 3u);
+  EXPECT_EQ(normalized_at_origin(R"({"type":"Replace","pattern":{"Regex":"x*"},"content":"-"})", "xxa"), 0u);
+  // Prepend aligns the string with the first character; an empty one puts that at the start.
+  const std::string strip_then = std::string(R"({"type":"Sequence","normalizers":[)") + strip + ",";
+  EXPECT_EQ(normalized_at_origin(strip_then + R"({"type":"Prepend","prepend":"▁"}]})", "hi"), 2u);
+  EXPECT_EQ(normalized_at_origin(strip_then + R"({"type":"Prepend","prepend":""}]})", "  hi"), 1u);
+  const char* bert =
+      R"({"type":"BertNormalizer","clean_text":true,"handle_chinese_chars":true,"strip_accents":null,"lowercase":true})";
+  EXPECT_EQ(normalized_at_origin(bert, "\001ab"), 0u);  // clean_text drops the control character
+  EXPECT_EQ(normalized_at_origin(bert, "中a"), 3u);     // " 中 ": the spaces are aligned with it
+}
+
+// A text whose first characters the normaliser drops does not begin where the original does, so
+// "first" prepends nothing; a piece after an added token that cuts an expansion of the first
+// character does (ids from `tokenizers` 0.23.3).
+TEST(HfPreTokenizers, MetaspaceFirstFollowsTheNormalizedStart) {
+  const auto tokenizer = [](const std::string& normalizer, const std::string& added) {
+    return gradcache::hf::Tokenizer::from_json(
+        R"({"version":"1.0","truncation":null,"padding":null,"added_tokens":[)" + added + R"(],"normalizer":)" +
+            normalizer +
+            R"(,"pre_tokenizer":{"type":"Metaspace","replacement":"▁","prepend_scheme":"first","split":true},)"
+            R"("post_processor":null,"decoder":null,"model":{"type":"WordPiece","unk_token":"[UNK]",)"
+            R"("continuing_subword_prefix":"##","max_input_chars_per_word":100,"vocab":{"[UNK]":0,"▁hi":1,"hi":2,)"
+            R"("▁":3,"##i":4,"i":5,"ix":6,"▁ix":7,"x":8,"##x":9}}})",
+        "test.json");
+  };
+  const auto strip = tokenizer(R"({"type":"Strip","strip_left":true,"strip_right":true})", "");
+  EXPECT_EQ(strip.encode("hi"), (std::vector<int64_t>{1}));
+  EXPECT_EQ(strip.encode("  hi"), (std::vector<int64_t>{2}));
+  EXPECT_EQ(strip.encode("hi  "), (std::vector<int64_t>{1}));
+  EXPECT_EQ(strip.encode("\thi hi"), (std::vector<int64_t>{2, 1}));
+  const auto nfkc = tokenizer(
+      R"({"type":"NFKC"})",
+      R"({"id":10,"content":"f","single_word":false,"lstrip":false,"rstrip":false,"normalized":true,"special":false})");
+  EXPECT_EQ(nfkc.encode("ﬁx"), (std::vector<int64_t>{10, 7}));  // "f" + "ix", "i" still aligned with "ﬁ"
+  EXPECT_EQ(nfkc.encode("fix"), (std::vector<int64_t>{10, 6}));
+}
+
 }  // namespace

@@ -61,6 +61,7 @@ import unicodedata
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
+sys.dont_write_bytecode = True  # no __pycache__ in the source tree
 import make_tokenizer_fixtures as fixtures  # noqa: E402  (WordNet, man pages, crafted texts)
 
 SEED = 36
