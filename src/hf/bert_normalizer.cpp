@@ -33,7 +33,7 @@ class BertNormalizer final : public Normalizer {
                         [](char32_t c) { return !unicode::is_nonspacing_mark(c); }));
       text.erase(std::remove_if(text.begin(), text.end(), unicode::is_nonspacing_mark), text.end());
     }
-    if (lowercase_) at_origin = lower(text, at_origin);
+    if (lowercase_) at_origin = lowercase_in_place(text, at_origin);
     return at_origin;
   }
 
@@ -72,19 +72,6 @@ class BertNormalizer final : public Normalizer {
       }
       if (i < at_origin) origin += out.size() - before;
     }
-    text.swap(out);
-    return origin;
-  }
-
-  static size_t lower(std::u32string& text, size_t at_origin) {
-    if (std::all_of(text.begin(), text.end(), [](char32_t c) { return c < 0x80; })) {
-      for (char32_t& c : text) c = (c >= U'A' && c <= U'Z') ? c + 32 : c;
-      return at_origin;
-    }
-    const size_t origin = lowercase_origin(text, at_origin);
-    std::u32string out;
-    out.reserve(text.size());
-    for (const char32_t c : text) unicode::append_lowercase(out, c);
     text.swap(out);
     return origin;
   }

@@ -14,6 +14,7 @@
 #include <unordered_map>
 
 #include "hf/components.h"
+#include "hf/dense_vocabulary.h"
 #include "hf/json_fields.h"
 #include "hf/unicode.h"
 
@@ -48,24 +49,20 @@ class Bpe final : public Model {
 
   Bpe(std::vector<std::string> tokens, const std::vector<std::pair<std::string, std::string>>& merges, Options options,
       const Source& source)
-      : tokens_(std::move(tokens)), options_(std::move(options)) {
-    ids_.reserve(tokens_.size());
-    for (size_t id = 0; id < tokens_.size(); ++id) ids_.emplace(tokens_[id], static_cast<int64_t>(id));
+      : vocab_(std::move(tokens)), options_(std::move(options)) {
     index_characters();
     if (options_.unk_token) {
       // `tokenizers` only looks the unknown token up when it needs it (and fails then); a file
       // naming one that is not there is refused here instead of failing on some text later.
-      const auto unk = ids_.find(*options_.unk_token);
-      if (unk == ids_.end())
+      unk_id_ = vocab_.find(*options_.unk_token);
+      if (unk_id_ < 0)
         fail(source.at("unk_token"), "the unknown token " + quote_for_message(*options_.unk_token) +
                                          " is not in the vocabulary; add it or set unk_token to null");
-      unk_id_ = unk->second;
     }
     for (int byte = 0; byte < 256; ++byte) {
       static const char* const kHex = "0123456789ABCDEF";
       const std::string name = std::string("<0x") + kHex[byte >> 4] + kHex[byte & 15] + ">";
-      const auto it = ids_.find(name);
-      byte_ids_[byte] = it == ids_.end() ? -1 : it->second;
+      byte_ids_[byte] = vocab_.find(name);
     }
     read_merges(merges, source.at("merges"));
   }
@@ -75,9 +72,9 @@ class Bpe final : public Model {
     if (options_.ignore_merges) {
       buffer.clear();
       for (const char32_t c : word) unicode::append_utf8(buffer, c);
-      const auto it = ids_.find(buffer);
-      if (it != ids_.end()) {
-        ids.push_back(it->second);
+      const int64_t id = vocab_.find(buffer);
+      if (id >= 0) {
+        ids.push_back(id);
         return;
       }
     }
@@ -89,17 +86,9 @@ class Bpe final : public Model {
       if (symbol.alive) ids.push_back(symbol.id);
   }
 
-  std::optional<int64_t> token_to_id(std::string_view token) const override {
-    const auto it = ids_.find(std::string(token));
-    if (it == ids_.end()) return std::nullopt;
-    return it->second;
-  }
-
-  const std::string* id_to_token(int64_t id) const override {
-    return id >= 0 && static_cast<size_t>(id) < tokens_.size() ? &tokens_[static_cast<size_t>(id)] : nullptr;
-  }
-
-  int64_t size() const override { return static_cast<int64_t>(tokens_.size()); }
+  std::optional<int64_t> token_to_id(std::string_view token) const override { return vocab_.id(token); }
+  const std::string* id_to_token(int64_t id) const override { return vocab_.token(id); }
+  int64_t size() const override { return vocab_.size(); }
   int64_t unk_id() const override { return unk_id_; }
 
   OrderedJson to_json() const override {
@@ -115,12 +104,7 @@ class Bpe final : public Model {
     j["fuse_unk"] = options_.fuse_unk;
     j["byte_fallback"] = options_.byte_fallback;
     j["ignore_merges"] = options_.ignore_merges;
-    // By id, appended without the ordered object's quadratic duplicate search (see wordpiece.cpp).
-    OrderedJson vocab = OrderedJson::object();
-    auto& entries = static_cast<OrderedJson::object_t::Container&>(vocab.get_ref<OrderedJson::object_t&>());
-    entries.reserve(tokens_.size());
-    for (size_t id = 0; id < tokens_.size(); ++id) entries.emplace_back(tokens_[id], id);
-    j["vocab"] = std::move(vocab);
+    j["vocab"] = dense_vocab_json(vocab_.tokens());
     // By rank, as pairs ([["Ġ", "t"], ...]: the form `tokenizers` writes today).
     std::vector<std::pair<uint32_t, uint64_t>> by_rank;
     by_rank.reserve(merges_.size());
@@ -128,7 +112,7 @@ class Bpe final : public Model {
     std::sort(by_rank.begin(), by_rank.end());
     OrderedJson merges = OrderedJson::array();
     for (const auto& [rank, key] : by_rank)
-      merges.push_back(OrderedJson::array({tokens_[key >> 32], tokens_[key & 0xFFFFFFFFu]}));
+      merges.push_back(OrderedJson::array({*vocab_.token(key >> 32), *vocab_.token(key & 0xFFFFFFFFu)}));
     j["merges"] = std::move(merges);
     return j;
   }
@@ -155,9 +139,10 @@ class Bpe final : public Model {
   // byte-level alphabet character among them): the common case costs no string and no hash.
   void index_characters() {
     char_ids_.assign(0x3000, -1);
-    for (size_t id = 0; id < tokens_.size(); ++id) {
-      const std::u32string chars = unicode::decode_utf8(tokens_[id]);
-      if (chars.size() == 1 && chars[0] < char_ids_.size() && unicode::encode_utf8(chars) == tokens_[id])
+    const std::vector<std::string>& tokens = vocab_.tokens();
+    for (size_t id = 0; id < tokens.size(); ++id) {
+      const std::u32string chars = unicode::decode_utf8(tokens[id]);
+      if (chars.size() == 1 && chars[0] < char_ids_.size() && unicode::encode_utf8(chars) == tokens[id])
         char_ids_[chars[0]] = static_cast<int64_t>(id);
     }
   }
@@ -168,10 +153,10 @@ class Bpe final : public Model {
     for (size_t rank = 0; rank < merges.size(); ++rank) {
       const auto& [left, right] = merges[rank];
       const Source at = source.at(std::to_string(rank));
-      const auto left_id = ids_.find(left);
-      const auto right_id = ids_.find(right);
+      const int64_t left_id = vocab_.find(left);
+      const int64_t right_id = vocab_.find(right);
       for (const auto* token : {&left, &right})
-        if (ids_.find(*token) == ids_.end())
+        if (vocab_.find(*token) < 0)
           fail(at, "merges the token " + quote_for_message(*token) +
                        ", which is not in the vocabulary; the merges and the vocabulary are of different models");
       // The merged token is left + right without the prefix's bytes, as `tokenizers` builds it.
@@ -179,13 +164,13 @@ class Bpe final : public Model {
         fail(at, "the token " + quote_for_message(right) + " is shorter than the continuing_subword_prefix " +
                      quote_for_message(*options_.prefix));
       const std::string merged = left + right.substr(prefix_length);
-      const auto merged_id = ids_.find(merged);
-      if (merged_id == ids_.end())
+      const int64_t merged_id = vocab_.find(merged);
+      if (merged_id < 0)
         fail(at, "merging " + quote_for_message(left) + " and " + quote_for_message(right) + " gives " +
                      quote_for_message(merged) + ", which is not in the vocabulary");
       // A repeated pair takes its last rank, as `tokenizers`' map does.
-      merges_[pair_key(left_id->second, right_id->second)] =
-          MergeTarget{static_cast<uint32_t>(rank), static_cast<uint32_t>(merged_id->second)};
+      merges_[pair_key(left_id, right_id)] =
+          MergeTarget{static_cast<uint32_t>(rank), static_cast<uint32_t>(merged_id)};
     }
   }
 
@@ -193,11 +178,6 @@ class Bpe final : public Model {
     const auto it = merges_.find(pair_key(left, right));
     if (it == merges_.end()) return std::nullopt;
     return it->second;
-  }
-
-  int64_t lookup(const std::string& token) const {
-    const auto it = ids_.find(token);
-    return it == ids_.end() ? -1 : it->second;
   }
 
   void push(std::vector<Symbol>& symbols, int64_t id) const {
@@ -218,7 +198,7 @@ class Bpe final : public Model {
         if (i > 0 && options_.prefix) buffer += *options_.prefix;
         unicode::append_utf8(buffer, c);
         if (i + 1 == word.size() && options_.suffix) buffer += *options_.suffix;
-        id = lookup(buffer);
+        id = vocab_.find(buffer);
       }
       if (id >= 0) {
         if (pending_unk >= 0) push(symbols, pending_unk);
@@ -284,8 +264,7 @@ class Bpe final : public Model {
     }
   }
 
-  std::vector<std::string> tokens_;  // by id
-  std::unordered_map<std::string, int64_t> ids_;
+  DenseVocabulary vocab_;
   std::unordered_map<uint64_t, MergeTarget> merges_;  // (left id, right id) -> rank, merged id
   std::vector<int64_t> char_ids_;                     // see index_characters()
   std::array<int64_t, 256> byte_ids_{};               // <0xNN> tokens, -1 where absent
@@ -297,29 +276,6 @@ std::optional<std::string> read_optional_string(const Json& config, const char* 
   const auto it = config.find(key);
   if (it == config.end() || it->is_null()) return std::nullopt;
   return read_string(config, key, source);
-}
-
-// The vocabulary object {token: id}, each of 0..n-1 exactly once (as WordPiece's: an embedding
-// table has a row per id).
-std::vector<std::string> read_vocab(const Json& vocab, const Source& source) {
-  expect_object(vocab, source);
-  if (vocab.size() > kMaxVocabSize)
-    fail(source, "declares " + std::to_string(vocab.size()) + " tokens, more than the " +
-                     std::to_string(kMaxVocabSize) + " this reader accepts");
-  std::vector<std::string> tokens(vocab.size());
-  std::vector<bool> seen(vocab.size(), false);
-  for (const auto& [token, id_value] : vocab.items()) {
-    const uint64_t id = as_count(id_value, source.at(token), UINT32_MAX);
-    if (id >= vocab.size())
-      fail(source, "the id of " + quote_for_message(token) + " is " + std::to_string(id) + ", out of range: " +
-                       std::to_string(vocab.size()) + " tokens need the ids 0.." + std::to_string(vocab.size() - 1));
-    if (seen[id])
-      fail(source, "the id " + std::to_string(id) + " is given to both " + quote_for_message(tokens[id]) + " and " +
-                       quote_for_message(token) + "; each id must name one token");
-    seen[id] = true;
-    tokens[id] = token;
-  }
-  return tokens;
 }
 
 // "merges": [["a", "b"], ...] (what `tokenizers` writes today) or ["a b", ...] (the older form,
@@ -373,7 +329,9 @@ std::unique_ptr<Model> bpe_from_json(const Json& config, const Source& source) {
   options.fuse_unk = read_bool(config, "fuse_unk", source, false);
   options.byte_fallback = read_bool(config, "byte_fallback", source, false);
   options.ignore_merges = read_bool(config, "ignore_merges", source, false);
-  std::vector<std::string> tokens = read_vocab(require_field(config, "vocab", source), source.at("vocab"));
+  // Each of 0..n-1 exactly once, as WordPiece's: an embedding table has a row per id.
+  std::vector<std::string> tokens =
+      read_dense_vocab(require_field(config, "vocab", source), source.at("vocab"), kMaxVocabSize);
   const auto merges = read_merges(require_field(config, "merges", source), source.at("merges"));
   return std::make_unique<Bpe>(std::move(tokens), merges, std::move(options), source);
 }

@@ -73,7 +73,39 @@ std::unique_ptr<Component> make(const Entry<Component> (&entries)[N], const char
                               " is not supported (supported: " + supported + ")");
 }
 
+/// A Sequence of more members than this is no tokenizer (real ones have up to five or so), only
+/// a file made to be slow on every text.
+constexpr size_t kMaxSequenceLength = 64;
+
+template <class Component>
+std::vector<std::unique_ptr<Component>> make_list(const Json& config, const char* key, const char* what,
+                                                  const Source& source,
+                                                  std::unique_ptr<Component> (*make_one)(const Json&, const Source&)) {
+  expect_object(config, source);
+  const Json& list = require_field(config, key, source);
+  const Source at = source.at(key);
+  if (!list.is_array()) fail(at, std::string("expected an array of ") + what + "s, found " + describe_json(list));
+  if (list.size() > kMaxSequenceLength)
+    fail(at, std::to_string(list.size()) + " " + what + "s, more than the " + std::to_string(kMaxSequenceLength) +
+                 " this reader accepts in one Sequence");
+  std::vector<std::unique_ptr<Component>> members;
+  for (size_t i = 0; i < list.size(); ++i) members.push_back(make_one(list[i], at.at(std::to_string(i))));
+  return members;
+}
+
 }  // namespace
+
+std::vector<std::unique_ptr<Normalizer>> make_normalizers(const Json& config, const char* key, const Source& source) {
+  return make_list(config, key, "normalizer", source, make_normalizer);
+}
+std::vector<std::unique_ptr<PreTokenizer>> make_pre_tokenizers(const Json& config, const char* key,
+                                                               const Source& source) {
+  return make_list(config, key, "pre-tokenizer", source, make_pre_tokenizer);
+}
+std::vector<std::unique_ptr<PostProcessor>> make_post_processors(const Json& config, const char* key,
+                                                                 const Source& source) {
+  return make_list(config, key, "post-processor", source, make_post_processor);
+}
 
 std::unique_ptr<Normalizer> make_normalizer(const Json& config, const Source& source) {
   return make(kNormalizers, "normalizer", config, source);

@@ -153,5 +153,12 @@ std::unique_ptr<Normalizer> make_normalizer(const Json& config, const Source& so
 std::unique_ptr<PreTokenizer> make_pre_tokenizer(const Json& config, const Source& source);
 std::unique_ptr<Model> make_model(const Json& config, const Source& source);
 std::unique_ptr<PostProcessor> make_post_processor(const Json& config, const Source& source);
+/// The members of a Sequence: the array field `key` of `config` ("normalizers", "pretokenizers",
+/// "processors"), each built by the registry.
+std::vector<std::unique_ptr<Normalizer>> make_normalizers(const Json& config, const char* key, const Source& source);
+std::vector<std::unique_ptr<PreTokenizer>> make_pre_tokenizers(const Json& config, const char* key,
+                                                               const Source& source);
+std::vector<std::unique_ptr<PostProcessor>> make_post_processors(const Json& config, const char* key,
+                                                                 const Source& source);
 
 }  // namespace gradcache::hf::detail

@@ -16,6 +16,11 @@ void fail(const Source& source, const std::string& what) {
   throw TokenizerError(unicode::printable_utf8(message));
 }
 
+bool read_required_bool(const Json& object, const char* key, const Source& source) {
+  require_field(object, key, source);
+  return read_bool(object, key, source, false);
+}
+
 std::string describe_json(const Json& value) {
   switch (value.type()) {
     case Json::value_t::null: return "null";
@@ -105,6 +110,37 @@ uint64_t read_count(const Json& object, const char* key, const Source& source, s
 std::string read_type(const Json& object, const Source& source) {
   expect_object(object, source);
   return read_string(object, "type", source);
+}
+
+std::vector<std::string> read_dense_vocab(const Json& vocab, const Source& source, uint64_t max_size) {
+  expect_object(vocab, source);
+  if (vocab.size() > max_size)
+    fail(source, "declares " + std::to_string(vocab.size()) + " tokens, more than the " + std::to_string(max_size) +
+                     " this reader accepts");
+  std::vector<std::string> tokens(vocab.size());
+  std::vector<bool> seen(vocab.size(), false);
+  for (const auto& [token, id_value] : vocab.items()) {
+    const uint64_t id = as_count(id_value, source.at(token), UINT32_MAX);
+    if (id >= vocab.size())
+      fail(source, "the id of " + quote_for_message(token) + " is " + std::to_string(id) + ", out of range: " +
+                       std::to_string(vocab.size()) + " tokens need the ids 0.." + std::to_string(vocab.size() - 1));
+    if (seen[id])
+      fail(source, "the id " + std::to_string(id) + " is given to both " + quote_for_message(tokens[id]) + " and " +
+                       quote_for_message(token) + "; each id must name one token");
+    seen[id] = true;
+    tokens[id] = token;
+  }
+  return tokens;
+}
+
+OrderedJson dense_vocab_json(const std::vector<std::string>& tokens) {
+  // The ordered object's own insert looks for the key first (quadratic over a vocabulary); the
+  // tokens are known to be distinct, so they are appended to the vector it is made of.
+  OrderedJson vocab = OrderedJson::object();
+  auto& entries = static_cast<OrderedJson::object_t::Container&>(vocab.get_ref<OrderedJson::object_t&>());
+  entries.reserve(tokens.size());
+  for (size_t id = 0; id < tokens.size(); ++id) entries.emplace_back(tokens[id], id);
+  return vocab;
 }
 
 }  // namespace gradcache::hf::detail

@@ -55,6 +55,9 @@ class OriginTracker {
 /// a change 0, the rest insertions (normalizer.rs lowercase), so the leading characters' lower
 /// cases keep the start.
 size_t lowercase_origin(std::u32string_view text, size_t at_origin);
+/// Lowercase (Rust's char::to_lowercase of each character) in place, as the Lowercase
+/// normaliser and BertNormalizer's lowercase do it; returns the count after (lowercase_origin).
+size_t lowercase_in_place(std::u32string& text, size_t at_origin);
 /// The count after NFD (NFKD with `compatibility`) of `text`, which has `at_origin` leading
 /// characters at the start: unicode-normalization-alignments gives each character's
 /// decomposition its first character as a change 0 and the rest as insertions, and the canonical

@@ -282,16 +282,7 @@ class UnicodeNormalizer final : public Normalizer {
 class Lowercase final : public Normalizer {
  public:
   size_t normalize(std::u32string& text, size_t at_origin) const override {
-    if (std::all_of(text.begin(), text.end(), [](char32_t c) { return c < 0x80; })) {
-      for (char32_t& c : text) c = (c >= U'A' && c <= U'Z') ? c + 32 : c;
-      return at_origin;  // one character for one
-    }
-    const size_t origin = lowercase_origin(text, at_origin);
-    std::u32string out;
-    out.reserve(text.size());
-    for (const char32_t c : text) unicode::append_lowercase(out, c);
-    text.swap(out);
-    return origin;
+    return lowercase_in_place(text, at_origin);
   }
 
   OrderedJson to_json() const override { return OrderedJson{{"type", "Lowercase"}}; }
@@ -437,12 +428,6 @@ class NormalizerSequence final : public Normalizer {
   std::vector<std::unique_ptr<Normalizer>> normalizers_;
 };
 
-// A boolean field without a default (`tokenizers` refuses the file without it).
-bool read_required_bool(const Json& config, const char* key, const Source& source) {
-  require_field(config, key, source);
-  return read_bool(config, key, source, false);
-}
-
 }  // namespace
 
 size_t decomposition_origin(std::u32string_view text, size_t at_origin, bool compatibility) {
@@ -451,6 +436,19 @@ size_t decomposition_origin(std::u32string_view text, size_t at_origin, bool com
 
 size_t composition_origin(std::u32string_view text, size_t at_origin, bool compatibility) {
   return form_origin<Composer>(text, at_origin, /*composes=*/true, compatibility);
+}
+
+size_t lowercase_in_place(std::u32string& text, size_t at_origin) {
+  if (std::all_of(text.begin(), text.end(), [](char32_t c) { return c < 0x80; })) {
+    for (char32_t& c : text) c = (c >= U'A' && c <= U'Z') ? c + 32 : c;
+    return at_origin;  // one character for one
+  }
+  const size_t origin = lowercase_origin(text, at_origin);
+  std::u32string out;
+  out.reserve(text.size());
+  for (const char32_t c : text) unicode::append_lowercase(out, c);
+  text.swap(out);
+  return origin;
 }
 
 size_t lowercase_origin(std::u32string_view text, size_t at_origin) {
@@ -501,13 +499,7 @@ std::unique_ptr<Normalizer> prepend_from_json(const Json& config, const Source& 
 }
 
 std::unique_ptr<Normalizer> normalizer_sequence_from_json(const Json& config, const Source& source) {
-  expect_object(config, source);
-  const Json& list = require_field(config, "normalizers", source);
-  const Source at = source.at("normalizers");
-  if (!list.is_array()) fail(at, "expected an array of normalizers, found " + describe_json(list));
-  std::vector<std::unique_ptr<Normalizer>> normalizers;
-  for (size_t i = 0; i < list.size(); ++i) normalizers.push_back(make_normalizer(list[i], at.at(std::to_string(i))));
-  return std::make_unique<NormalizerSequence>(std::move(normalizers));
+  return std::make_unique<NormalizerSequence>(make_normalizers(config, "normalizers", source));
 }
 
 }  // namespace gradcache::hf::detail

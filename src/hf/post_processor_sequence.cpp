@@ -9,9 +9,6 @@
 namespace gradcache::hf::detail {
 namespace {
 
-/// Deeper than this is no tokenizer, only a file built to exhaust the stack.
-constexpr size_t kMaxProcessors = 64;
-
 class PostProcessorSequence final : public PostProcessor {
  public:
   explicit PostProcessorSequence(std::vector<std::unique_ptr<PostProcessor>> processors)
@@ -60,16 +57,7 @@ class PostProcessorSequence final : public PostProcessor {
 }  // namespace
 
 std::unique_ptr<PostProcessor> post_processor_sequence_from_json(const Json& config, const Source& source) {
-  expect_object(config, source);
-  const Json& list = require_field(config, "processors", source);
-  const Source where = source.at("processors");
-  if (!list.is_array()) fail(where, "expected an array of post-processors, found " + describe_json(list));
-  if (list.size() > kMaxProcessors)
-    fail(where, std::to_string(list.size()) + " post-processors, more than the " + std::to_string(kMaxProcessors) +
-                    " this reader accepts");
-  std::vector<std::unique_ptr<PostProcessor>> processors;
-  for (size_t i = 0; i < list.size(); ++i) processors.push_back(make_post_processor(list[i], where.at(std::to_string(i))));
-  return std::make_unique<PostProcessorSequence>(std::move(processors));
+  return std::make_unique<PostProcessorSequence>(make_post_processors(config, "processors", source));
 }
 
 }  // namespace gradcache::hf::detail

@@ -165,12 +165,6 @@ class PreTokenizerSequence final : public PreTokenizer {
   std::vector<std::unique_ptr<PreTokenizer>> pre_tokenizers_;
 };
 
-// A boolean field without a default (`tokenizers` refuses the file without it).
-bool read_required_bool(const Json& config, const char* key, const Source& source) {
-  require_field(config, key, source);
-  return read_bool(config, key, source, false);
-}
-
 }  // namespace
 
 std::unique_ptr<PreTokenizer> split_from_json(const Json& config, const Source& source) {
@@ -205,14 +199,7 @@ std::unique_ptr<PreTokenizer> digits_from_json(const Json& config, const Source&
 }
 
 std::unique_ptr<PreTokenizer> pre_tokenizer_sequence_from_json(const Json& config, const Source& source) {
-  expect_object(config, source);
-  const Json& list = require_field(config, "pretokenizers", source);
-  const Source at = source.at("pretokenizers");
-  if (!list.is_array()) fail(at, "expected an array of pre-tokenizers, found " + describe_json(list));
-  std::vector<std::unique_ptr<PreTokenizer>> pre_tokenizers;
-  for (size_t i = 0; i < list.size(); ++i)
-    pre_tokenizers.push_back(make_pre_tokenizer(list[i], at.at(std::to_string(i))));
-  return std::make_unique<PreTokenizerSequence>(std::move(pre_tokenizers));
+  return std::make_unique<PreTokenizerSequence>(make_pre_tokenizers(config, "pretokenizers", source));
 }
 
 }  // namespace gradcache::hf::detail

@@ -128,6 +128,11 @@ std::function<int()> add_tokenize_command(CLI::App& app) {
     LineReader lines(in, from_stdin ? "standard input" : flags->input);
     std::string line;
     std::string out;
+    const auto write_out = [&out] {
+      if (std::fwrite(out.data(), 1, out.size(), stdout) != out.size() || std::fflush(stdout) != 0)
+        throw std::runtime_error("standard output cannot be written (closed, or the disk is full)");
+      out.clear();
+    };
     while (lines.next(line)) {
       if (stop_signal.load() != 0) throw retriever::StoppedBySignal(stop_signal.load());
       const std::vector<int64_t> ids = tokenizer.encode(line, flags->max_len, flags->add_special_tokens);
@@ -137,14 +142,9 @@ std::function<int()> add_tokenize_command(CLI::App& app) {
         out += std::to_string(ids[i]);
       }
       out += "]\n";
-      if (out.size() >= (1 << 16)) {
-        if (std::fwrite(out.data(), 1, out.size(), stdout) != out.size())
-          throw std::runtime_error("standard output cannot be written (closed, or the disk is full)");
-        out.clear();
-      }
+      if (out.size() >= (1 << 16)) write_out();
     }
-    if (std::fwrite(out.data(), 1, out.size(), stdout) != out.size() || std::fflush(stdout) != 0)
-      throw std::runtime_error("standard output cannot be written (closed, or the disk is full)");
+    write_out();
     return 0;
   };
 }
