@@ -7,6 +7,7 @@
 set -uo pipefail
 source "$(dirname "$0")/cli_common.sh"
 kinds=$3
+[ -f "$kinds/unavailable.txt" ] && { echo "SKIPPED: $(cat "$kinds/unavailable.txt")"; exit 77; }
 [ -f "$kinds/summary.json" ] || { echo "SKIPPED: $kinds has no expected ids (hf.tokenizer_kinds did not run)"; exit 77; }
 corpus=$kinds/corpus.txt
 # The CLI's own lines of the first 20,000 texts: the full corpus is TokenizerKinds.*' job.

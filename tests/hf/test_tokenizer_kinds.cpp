@@ -206,6 +206,10 @@ KindsData load() {
                    " is not a directory: make it with `python tests/hf/tokenizer_kinds.py all " + dir + "`";
     return data;
   }
+  if (fs::exists(data.dir / "unavailable.txt")) {
+    data.why_not = "no Python reference: " + read_file(data.dir / "unavailable.txt");
+    return data;
+  }
   if (!fs::exists(data.dir / "summary.json")) {
     data.why_not = std::string(dir) + " holds no summary.json: `tokenizer_kinds.py expected` has not run there";
     return data;
