@@ -72,6 +72,7 @@ say "configure $build"
 timeout 120 cmake -S "$root" -B "$build" "${generator[@]}" -DCMAKE_BUILD_TYPE=Release \
   "-DCMAKE_PREFIX_PATH=$prefix;$(dirname "$(dirname "$prefix")")" -DGRADCACHE_PYTHON="$python" \
   -DGRADCACHE_BUILD_TOOLS=OFF -DGRADCACHE_BUILD_BENCH=OFF -DGRADCACHE_BUILD_EXAMPLES=OFF -DGRADCACHE_BUILD_TESTS=ON \
+  -DGRADCACHE_BUILD_HF=OFF \
   -DGRADCACHE_GTEST_SOURCE_DIR="$third/googletest" -DGRADCACHE_GLOO_INCLUDE_DIR="$third/gloo-include" \
   -DGRADCACHE_USE_CCACHE=OFF >>"$log" 2>&1 || { say "configure failed (see $log)"; tail -30 "$log"; exit 1; }
 say "build gradcache_tests with $jobs jobs"
