@@ -10,7 +10,6 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
-#include <queue>
 #include <unordered_map>
 
 #include "hf/components.h"
@@ -129,7 +128,7 @@ class Bpe final : public Model {
     uint32_t rank;
     uint32_t pos;
     uint32_t new_id;
-    // std::priority_queue pops the largest: the lowest rank, then the leftmost position.
+    // The heap pops the largest: the lowest rank, then the leftmost position.
     bool operator<(const QueuedMerge& other) const {
       return rank != other.rank ? rank > other.rank : pos > other.pos;
     }
@@ -232,15 +231,21 @@ class Bpe final : public Model {
 
   void merge_all(std::vector<Symbol>& symbols) const {
     if (symbols.size() < 2 || merges_.empty()) return;
-    thread_local std::vector<QueuedMerge> storage;
-    storage.clear();
-    std::priority_queue<QueuedMerge> queue(std::less<QueuedMerge>(), std::move(storage));
+    // A heap kept in a buffer of the thread's (std::priority_queue's own algorithm and order,
+    // without allocating a queue for every word).
+    thread_local std::vector<QueuedMerge> queue;
+    queue.clear();
+    const auto enqueue = [](const QueuedMerge& merge) {
+      queue.push_back(merge);
+      std::push_heap(queue.begin(), queue.end());
+    };
     for (size_t pos = 0; pos + 1 < symbols.size(); ++pos)
       if (const auto merge = find_merge(symbols[pos].id, symbols[pos + 1].id))
-        queue.push(QueuedMerge{merge->rank, static_cast<uint32_t>(pos), merge->id});
+        enqueue(QueuedMerge{merge->rank, static_cast<uint32_t>(pos), merge->id});
     while (!queue.empty()) {
-      const QueuedMerge top = queue.top();
-      queue.pop();
+      std::pop_heap(queue.begin(), queue.end());
+      const QueuedMerge top = queue.back();
+      queue.pop_back();
       Symbol& left = symbols[top.pos];
       if (!left.alive || left.next < 0) continue;
       const auto right_pos = static_cast<size_t>(left.next);
@@ -255,11 +260,11 @@ class Bpe final : public Model {
       if (right.next >= 0) symbols[static_cast<size_t>(right.next)].prev = static_cast<int32_t>(top.pos);
       if (left.prev >= 0) {
         if (const auto merge = find_merge(symbols[static_cast<size_t>(left.prev)].id, left.id))
-          queue.push(QueuedMerge{merge->rank, static_cast<uint32_t>(left.prev), merge->id});
+          enqueue(QueuedMerge{merge->rank, static_cast<uint32_t>(left.prev), merge->id});
       }
       if (left.next >= 0) {
         if (const auto merge = find_merge(left.id, symbols[static_cast<size_t>(left.next)].id))
-          queue.push(QueuedMerge{merge->rank, top.pos, merge->id});
+          enqueue(QueuedMerge{merge->rank, top.pos, merge->id});
       }
     }
   }
