@@ -46,7 +46,7 @@ TransformerSettings transformer_settings(const std::string& transformer_dir, boo
   if (!settings.max_seq_length && fs::exists(tokenizer_config))
     settings.max_seq_length = tokenizer_max_length(detail::read_text_file(tokenizer_config), tokenizer_config);
   settings.max_seq_length =
-      std::min(settings.max_seq_length.value_or(model.max_position_embeddings()), model.max_position_embeddings());
+      std::min(settings.max_seq_length.value_or(model.max_tokens()), model.max_tokens());
   return settings;
 }
 
@@ -69,9 +69,9 @@ SentenceTransformerImpl::SentenceTransformerImpl(std::shared_ptr<TransformerBack
   TORCH_CHECK(options_.pooling().embedding_dimension() == transformer_->hidden_size(), "SentenceTransformer: pooling of ",
               options_.pooling().embedding_dimension(), "-dimensional tokens over a transformer of hidden size ",
               transformer_->hidden_size());
-  TORCH_CHECK(options_.max_seq_length() >= 1 && options_.max_seq_length() <= transformer_->max_position_embeddings(),
+  TORCH_CHECK(options_.max_seq_length() >= 1 && options_.max_seq_length() <= transformer_->max_tokens(),
               "SentenceTransformer: max_seq_length ", options_.max_seq_length(), " must be from 1 to the model's ",
-              transformer_->max_position_embeddings(), " positions");
+              transformer_->max_tokens(), " positions");
   register_module("transformer", transformer_);
 }
 

@@ -1,9 +1,8 @@
 // The architecture registry, and loading / saving an encoder's weights under its Hugging Face names.
 #include <gradcache/hf/transformer.h>
 
-#include <gradcache/hf/bert.h>
-
 #include "detail/atomic_file.h"
+#include "hf/models/architectures.h"
 #include "hf/model_json.h"
 
 #include <ATen/core/Tensor.h>
@@ -21,14 +20,11 @@ namespace gradcache {
 namespace hf {
 namespace {
 
-struct Architecture {
-  ArchitectureBuilder build;
-  ParameterCounter count;
-};
+using detail::Architecture;
 
 struct Registry {
   std::mutex mutex;
-  std::map<std::string, Architecture> architectures{{"bert", {&build_bert, &count_bert_parameters}}};
+  std::map<std::string, Architecture> architectures = detail::builtin_architectures();
 };
 
 Registry& registry() {

@@ -136,8 +136,8 @@ expect_status 0 $? "mine --model-dir"
 [ "$(wc -l <"$work/mined.jsonl")" -gt 0 ] || fail "mine --model-dir wrote nothing"
 
 # Bad input: each refused (exit 1 or 2), naming what is wrong, with nothing written.
-mkdir -p "$work/roberta" && cp -r "$model"/. "$work/roberta/"
-sed -i 's/"model_type": "bert"/"model_type": "roberta"/' "$work/roberta/config.json"
+mkdir -p "$work/t5" && cp -r "$model"/. "$work/t5/"
+sed -i 's/"model_type": "bert"/"model_type": "t5"/' "$work/t5/config.json"
 head -c 1000 "$model/model.safetensors" >"$work/truncated.safetensors"
 mkdir -p "$work/truncated" && cp -r "$model"/. "$work/truncated/" && cp "$work/truncated.safetensors" "$work/truncated/model.safetensors"
 check_refused() {  # what, expected text, command...
@@ -150,7 +150,7 @@ check_refused() {  # what, expected text, command...
   return 0
 }
 check_refused "a missing directory" "$work/nowhere" "$bin" eval --model-dir "$work/nowhere" "${data[@]}"
-check_refused "model_type roberta" "roberta" "${train[@]/"$model"/"$work/roberta"}" --steps 1 --output "$work/bad_run"
+check_refused "model_type t5" "t5" "${train[@]/"$model"/"$work/t5"}" --steps 1 --output "$work/bad_run"
 check_refused "a truncated safetensors" "model.safetensors" "${train[@]/"$model"/"$work/truncated"}" --steps 1 --output "$work/bad_run"
 check_refused "--dim with --model-dir" "--dim" "${train[@]}" --dim 32 --steps 1 --output "$work/bad_run"
 check_refused "--model-dir and --checkpoint" "give one of --checkpoint" "$bin" eval --model-dir "$model" --checkpoint "$work/run" "${data[@]}"

@@ -8,6 +8,7 @@
 // sentence-transformers is missing.
 #pragma once
 
+#include <gradcache/gradcache.h>
 #include <gradcache/hf/safetensors.h>
 #include <gradcache/hf/sentence_transformer.h>
 
@@ -125,6 +126,44 @@ inline std::string copy_of_tiny_model(const std::string& scratch) {
   fs::create_directories(dir);
   fs::copy(tiny_model_dir(), dir, fs::copy_options::recursive);
   return dir;
+}
+
+/// The gradients of `model`'s parameters (zeros where a parameter has none), copied.
+inline std::vector<torch::Tensor> gradients(torch::nn::Module& model) {
+  std::vector<torch::Tensor> out;
+  for (auto& p : model.parameters()) out.push_back(p.grad().defined() ? p.grad().clone() : torch::zeros_like(p));
+  return out;
+}
+
+inline void zero(torch::nn::Module& model) {
+  for (auto& p : model.parameters()) p.mutable_grad() = torch::Tensor();
+}
+
+/// max |a - b| over all entries, relative to the largest |b| (tests/core/test_util.h's measure).
+inline double max_rel_error(const std::vector<torch::Tensor>& a, const std::vector<torch::Tensor>& b) {
+  double diff = 0, scale = 0;
+  for (size_t i = 0; i < a.size(); ++i) {
+    scale = std::max(scale, b[i].abs().max().item<double>());
+    diff = std::max(diff, (a[i] - b[i]).abs().max().item<double>());
+  }
+  return diff / scale;
+}
+
+/// The real full-batch gradient with dropout: every chunk forward WITH grad in the cache's order
+/// (so the generator hands out the same masks as GradCache's replay), all graphs kept, one
+/// backward through the loss.
+inline std::vector<torch::Tensor> full_batch_gradients(gradcache::hf::SentenceTransformer& model,
+                                                       const std::vector<gradcache::ModelInput>& inputs, int64_t chunk,
+                                                       const gradcache::Loss& loss) {
+  zero(*model);
+  std::vector<torch::Tensor> reps;
+  for (const auto& input : inputs) {
+    std::vector<torch::Tensor> parts;
+    for (const auto& piece : gradcache::split_input(input, chunk)) parts.push_back(gradcache::Model(model)(piece).toTensor());
+    reps.push_back(torch::cat(parts));
+  }
+  loss(reps, {}).backward();
+  return gradients(*model);
 }
 
 }  // namespace hftest

@@ -15,6 +15,10 @@
 
 #include <gradcache/gradcache.h>
 
+using hftest::gradients;
+using hftest::max_rel_error;
+using hftest::zero;
+
 namespace hf = gradcache::hf;
 namespace gc = gradcache;
 
@@ -42,37 +46,10 @@ gc::Loss cmnrl_loss() {
   return gc::SimpleContrastiveLoss(gc::ContrastiveLossOptions().similarity(gc::Similarity::Cosine).temperature(0.05));
 }
 
-std::vector<torch::Tensor> gradients(hf::SentenceTransformer& model) {
-  std::vector<torch::Tensor> out;
-  for (auto& p : model->parameters()) out.push_back(p.grad().defined() ? p.grad().clone() : torch::zeros_like(p));
-  return out;
-}
-
-void zero(hf::SentenceTransformer& model) {
-  for (auto& p : model->parameters()) p.mutable_grad() = torch::Tensor();
-}
-
-double max_rel_error(const std::vector<torch::Tensor>& a, const std::vector<torch::Tensor>& b) {
-  double diff = 0, scale = 0;
-  for (size_t i = 0; i < a.size(); ++i) {
-    scale = std::max(scale, b[i].abs().max().item<double>());
-    diff = std::max(diff, (a[i] - b[i]).abs().max().item<double>());
-  }
-  return diff / scale;
-}
-
 // The real full-batch gradient with dropout: every chunk forward WITH grad in the cache's order
 // (so the generator hands out the same masks), all graphs kept, one backward through the loss.
 std::vector<torch::Tensor> full_batch(hf::SentenceTransformer& model, const std::vector<gc::ModelInput>& inputs) {
-  zero(model);
-  std::vector<torch::Tensor> reps;
-  for (const auto& input : inputs) {
-    std::vector<torch::Tensor> parts;
-    for (const auto& chunk : gc::split_input(input, kChunk)) parts.push_back(gc::Model(model)(chunk).toTensor());
-    reps.push_back(torch::cat(parts));
-  }
-  cmnrl_loss()(reps, {}).backward();
-  return gradients(model);
+  return hftest::full_batch_gradients(model, inputs, kChunk, cmnrl_loss());
 }
 
 }  // namespace
@@ -89,10 +66,10 @@ TEST(HfGradCache, CacheStepEqualsFullBatchWithDropout) {
   gc::GradCache cache({model, model}, kChunk, cmnrl_loss());
   torch::manual_seed(42);
   const auto full = full_batch(model, {queries, passages});
-  zero(model);
+  zero(*model);
   torch::manual_seed(42);
   cache({queries, passages});
-  const double error = max_rel_error(gradients(model), full);
+  const double error = max_rel_error(gradients(*model), full);
   std::cout << "[exactness] tiny BERT, dropout 0.1, 16 pairs in chunks of 4, fp32: max relative gradient error " << error
             << std::endl;
   EXPECT_LT(error, kTolerance);
@@ -114,10 +91,10 @@ TEST(HfGradCache, WithoutGeneratorReplayDropoutGradientsDiffer) {
   NoReplay broken({model, model}, kChunk, cmnrl_loss());
   torch::manual_seed(42);
   const auto full = full_batch(model, {queries, passages});
-  zero(model);
+  zero(*model);
   torch::manual_seed(42);
   broken({queries, passages});
-  EXPECT_GT(max_rel_error(gradients(model), full), 1e-2);
+  EXPECT_GT(max_rel_error(gradients(*model), full), 1e-2);
 }
 
 TEST(HfGradCache, EqualsCachedMultipleNegativesRankingLoss) {
@@ -135,7 +112,7 @@ TEST(HfGradCache, EqualsCachedMultipleNegativesRankingLoss) {
   const auto reference = hf::read_safetensors(scratch + "/grads.safetensors");
 
   gc::GradCache cache({model, model}, kChunk, cmnrl_loss());
-  zero(model);
+  zero(*model);
   const double loss = cache({queries, passages}).item<double>();
   const double reference_loss = hftest::tensor(reference, "loss").item<double>();
   EXPECT_NEAR(loss, reference_loss, 1e-5);
@@ -168,13 +145,13 @@ TEST(HfGradCache, Bf16CacheStepIsCloseToFp32) {
   const gc::ModelInput queries = random_batch(kPairs), passages = random_batch(kPairs);
   gc::GradCache fp32({model, model}, kChunk, cmnrl_loss());
   gc::GradCache bf16({model, model}, kChunk, cmnrl_loss(), gc::GradCacheOptions().precision(gc::Precision::bf16));
-  zero(model);
+  zero(*model);
   fp32({queries, passages});
-  const auto reference = gradients(model);
-  zero(model);
+  const auto reference = gradients(*model);
+  zero(*model);
   const auto loss = bf16({queries, passages});
   EXPECT_TRUE(std::isfinite(loss.item<double>()));
-  const double error = max_rel_error(gradients(model), reference);
+  const double error = max_rel_error(gradients(*model), reference);
   std::cout << "[bf16] tiny BERT cache step: max relative gradient error against fp32 " << error << std::endl;
   EXPECT_LT(error, 5e-2);
 }

@@ -73,9 +73,9 @@ TEST(ModelDirectoryErrors, ConfigurationThatDisagrees) {
   hftest::write_text(dir + "/config.json", config.dump());
   expect_error(dir, dir + "/config.json", "weights but " + dir + "/model.safetensors holds");
   config["hidden_size"] = 32;
-  config["model_type"] = "roberta";
+  config["model_type"] = "t5";
   hftest::write_text(dir + "/config.json", config.dump());
-  expect_error(dir, dir + "/config.json", "model_type \"roberta\" is not supported (supported: bert");
+  expect_error(dir, dir + "/config.json", "model_type \"t5\" is not supported (supported: bert, ");
 }
 
 TEST(ModelDirectoryErrors, OtherConfigFiles) {

@@ -1,5 +1,6 @@
 // BERT (transformers' BertModel) in LibTorch: all-MiniLM-L6-v2, bge-small, e5-small, gte-small
-// and bert-base are this architecture. Parameters carry transformers' names.
+// and bert-base are this architecture; RoBERTa and XLM-RoBERTa (multilingual-e5, bge-m3) are the
+// same layers with positions counted after the padding id. Parameters carry transformers' names.
 #pragma once
 
 #include <gradcache/hf/bert_config.h>
@@ -16,6 +17,9 @@
 
 namespace gradcache {
 namespace hf {
+namespace detail {
+class LearnedEmbeddingsImpl;
+}
 
 /// One encoder layer: self-attention then feed-forward, each followed by dropout, a residual
 /// connection and LayerNorm (post-LN, as BERT).
@@ -54,27 +58,27 @@ class BertModelImpl : public TransformerBackbone {
   using TransformerBackbone::forward;
 
   const BertConfig& config() const { return config_; }
-  std::string model_type() const override { return "bert"; }
+  std::string model_type() const override { return config_.model_type(); }
   std::string config_json() const override { return config_.to_json(); }
   int64_t hidden_size() const override { return config_.hidden_size(); }
   int64_t vocab_size() const override { return config_.vocab_size(); }
-  int64_t max_position_embeddings() const override { return config_.max_position_embeddings(); }
-  std::string checkpoint_prefix() const override { return "bert."; }
+  int64_t max_tokens() const override {
+    return config_.max_position_embeddings() - (config_.positions_after_padding() ? config_.pad_token_id() + 1 : 0);
+  }
+  /// "bert." (BertForMaskedLM, ...) or "roberta." (RobertaForMaskedLM, XLMRobertaForMaskedLM, ...).
+  std::string checkpoint_prefix() const override { return config_.model_type() == "bert" ? "bert." : "roberta."; }
   bool has_pooler() const override { return !pooler_.is_empty(); }
   void remove_pooler() override;
 
  private:
-  at::Tensor embed(const at::Tensor& input_ids, const at::Tensor& token_type_ids);
-
   BertConfig config_;
-  torch::nn::Embedding word_embeddings_{nullptr}, position_embeddings_{nullptr}, token_type_embeddings_{nullptr};
-  torch::nn::LayerNorm embeddings_norm_{nullptr};
+  std::shared_ptr<detail::LearnedEmbeddingsImpl> embeddings_;
   std::vector<BertLayer> layers_;
   torch::nn::Linear pooler_{nullptr};
 };
 TORCH_MODULE(BertModel);
 
-/// The "bert" entry of the architecture registry: BertConfig::parse, then a BertModel.
+/// The "bert", "roberta" and "xlm-roberta" entries of the architecture registry: BertConfig::parse, then a BertModel.
 std::shared_ptr<TransformerBackbone> build_bert(const std::string& config_text, const std::string& config_file);
 /// Its ParameterCounter: BertConfig::parse(...).parameter_count(false).
 int64_t count_bert_parameters(const std::string& config_text, const std::string& config_file);

@@ -1,4 +1,5 @@
-// BERT's config.json (transformers' BertConfig): the sizes and settings of a BertModel.
+// The config.json of BERT and of RoBERTa / XLM-RoBERTa (transformers' BertConfig,
+// RobertaConfig, XLMRobertaConfig): the sizes and settings of a BertModel.
 #pragma once
 
 #include <gradcache/hf/model_file_error.h>
@@ -10,9 +11,15 @@
 
 namespace gradcache {
 namespace hf {
+namespace detail {
+class FieldVisitor;
+}
 
 /// The fields of transformers' BertConfig that decide the computation, with its defaults.
 struct BertConfig {
+  /// "bert", or "roberta" / "xlm-roberta": the same layers, with positions counted from
+  /// pad_token_id + 1 and the checkpoint prefix "roberta.".
+  TORCH_ARG(std::string, model_type) = "bert";
   TORCH_ARG(int64_t, vocab_size) = 30522;
   TORCH_ARG(int64_t, hidden_size) = 768;
   TORCH_ARG(int64_t, num_hidden_layers) = 12;
@@ -27,26 +34,37 @@ struct BertConfig {
   TORCH_ARG(double, layer_norm_eps) = 1e-12;
   /// Standard deviation of the random initial weights (a model built without a checkpoint).
   TORCH_ARG(double, initializer_range) = 0.02;
-  /// The padding token: its word embedding gets no gradient (nn.Embedding's padding_idx).
+  /// The padding token: its word embedding gets no gradient (nn.Embedding's padding_idx); for
+  /// RoBERTa, also where positions start (pad_token_id + 1).
   TORCH_ARG(int64_t, pad_token_id) = 0;
   /// The config.json read, kept so that a saved model keeps the keys this struct does not hold
   /// ("architectures", "transformers_version", ...). Empty for a config made in code.
   TORCH_ARG(std::string, source_json) = "";
 
  public:  // TORCH_ARG leaves the access private
-  /// Parses a config.json of model_type "bert" (missing fields take transformers' defaults) and
-  /// validates it. Throws ModelFileError naming `file` and the field: another model_type, a field
-  /// of the wrong type or out of range, hidden_size not divisible by num_attention_heads, an
-  /// unsupported hidden_act or position_embedding_type, or a decoder / cross-attention model.
+  /// The model types this config describes.
+  static const char* const kModelTypes[3];
+
+  /// Parses a config.json of one of kModelTypes (missing fields take transformers' defaults for
+  /// that type) and validates it. Throws ModelFileError naming `file` and the field: another
+  /// model_type, a field of the wrong type or out of range, hidden_size not divisible by
+  /// num_attention_heads, an unsupported hidden_act or position_embedding_type, or a decoder /
+  /// cross-attention model.
   static BertConfig parse(const std::string& text, const std::string& file);
 
   /// Throws ModelFileError naming `file` if a field is out of range (parse() calls it).
   void validate(const std::string& file) const;
 
-  /// config.json: source_json() with the fields above written over it (and model_type "bert").
+  /// config.json: source_json() with the fields above written over it.
   std::string to_json() const;
 
+  /// The field table: each field's key, bounds and kind, read by parse, checked by validate and
+  /// written by to_json (src/hf/layers/config_fields.h).
+  void visit(detail::FieldVisitor& fields);
+
   int64_t head_size() const { return hidden_size() / num_attention_heads(); }
+  /// RoBERTa's rule: position ids count from pad_token_id + 1, padding keeps pad_token_id.
+  bool positions_after_padding() const { return model_type() != "bert"; }
   /// Weights of a BertModel of this config (with or without the pooler).
   int64_t parameter_count(bool with_pooler = true) const;
 };

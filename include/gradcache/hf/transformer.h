@@ -50,7 +50,9 @@ class TransformerBackbone : public torch::nn::Module {
   virtual std::string config_json() const = 0;
   virtual int64_t hidden_size() const = 0;
   virtual int64_t vocab_size() const = 0;
-  virtual int64_t max_position_embeddings() const = 0;
+  /// The most tokens one text may have: max_position_embeddings, less the positions RoBERTa's
+  /// offset skips; for rotary models the length the config declares.
+  virtual int64_t max_tokens() const = 0;
   /// The prefix under which task models of transformers hold this encoder ("bert." in
   /// BertForPreTraining); checkpoints with it load too.
   virtual std::string checkpoint_prefix() const = 0;

@@ -1,52 +1,29 @@
 // BertModel as transformers' modeling_bert.py computes it (BertEmbeddings, BertLayer, BertPooler),
-// in the same order of operations. One mask per forward; the head split and merge are views
-// except the one copy that joins the heads after attention.
+// in the same order of operations, on the shared layers (src/hf/layers/): learned embeddings,
+// attention, activations. RoBERTa and XLM-RoBERTa are this model with RoBERTa's positions.
+// One mask per forward; the head split and merge are views except the one copy that joins the
+// heads after attention.
 #include <gradcache/hf/bert.h>
 
-#include "hf/attention.h"
+#include "hf/layers/attention.h"
+#include "hf/layers/embeddings.h"
+#include "hf/layers/feed_forward.h"
+#include "hf/layers/module_tree.h"
 
 #include <ATen/ATen.h>
 #include <c10/core/GradMode.h>
-#include <torch/nn/modules/container/modulelist.h>
-#include <torch/nn/init.h>
 
 namespace gradcache {
 namespace hf {
 namespace {
 
-// A module that only gives its children a name prefix ("attention", "self", "output", ...).
-std::shared_ptr<torch::nn::Module> scope(torch::nn::Module& parent, const std::string& name) {
-  return parent.register_module(name, std::make_shared<torch::nn::Module>());
-}
-
-torch::nn::Linear linear(torch::nn::Module& parent, const std::string& name, int64_t in, int64_t out) {
-  return parent.register_module(name, torch::nn::Linear(in, out));
-}
+using detail::linear;
+using detail::maybe_dropout;
+using detail::scope;
 
 torch::nn::LayerNorm layer_norm(torch::nn::Module& parent, const BertConfig& config) {
   return parent.register_module(
       "LayerNorm", torch::nn::LayerNorm(torch::nn::LayerNormOptions({config.hidden_size()}).eps(config.layer_norm_eps())));
-}
-
-at::Tensor maybe_dropout(const at::Tensor& x, double p, bool training) {
-  return training && p > 0 ? at::dropout(x, p, /*train=*/true) : x;
-}
-
-// transformers' _init_weights: normal(0, initializer_range) weights, zero biases, LayerNorm 1
-// and 0, the padding token's embedding zero. Loading a checkpoint replaces all of it.
-void initialise(torch::nn::Module& model, const BertConfig& config) {
-  c10::NoGradGuard no_grad;
-  for (auto& item : model.named_parameters()) {
-    const std::string& name = item.key();
-    at::Tensor& parameter = item.value();
-    if (name.find("LayerNorm.") != std::string::npos) {
-      parameter.fill_(name.size() >= 6 && name.compare(name.size() - 6, 6, "weight") == 0 ? 1.0 : 0.0);
-    } else if (name.size() >= 4 && name.compare(name.size() - 4, 4, "bias") == 0) {
-      parameter.zero_();
-    } else {
-      parameter.normal_(0.0, config.initializer_range());
-    }
-  }
 }
 
 }  // namespace
@@ -83,54 +60,35 @@ at::Tensor BertLayerImpl::forward(const at::Tensor& x, const at::Tensor& key_mas
 }
 
 at::Tensor BertLayerImpl::feed_forward(const at::Tensor& x) {
-  at::Tensor hidden = intermediate_(x);
-  if (activation_ == "gelu") {
-    hidden = at::gelu(hidden);
-  } else if (activation_ == "relu") {
-    hidden = at::relu(hidden);
-  } else if (activation_ == "silu" || activation_ == "swish") {
-    hidden = at::silu(hidden);
-  } else {  // gelu_new, gelu_pytorch_tanh, gelu_fast: the tanh approximation
-    hidden = at::gelu(hidden, "tanh");
-  }
+  const at::Tensor hidden = detail::activate(activation_, intermediate_(x));
   return output_norm_(maybe_dropout(output_dense_(hidden), hidden_dropout_, is_training()) + x);
 }
 
 BertModelImpl::BertModelImpl(BertConfig config) : config_(std::move(config)) {
   config_.validate("BertConfig");
   const int64_t d = config_.hidden_size();
-  auto embeddings = scope(*this, "embeddings");
-  word_embeddings_ = embeddings->register_module(
-      "word_embeddings",
-      torch::nn::Embedding(torch::nn::EmbeddingOptions(config_.vocab_size(), d).padding_idx(config_.pad_token_id())));
-  position_embeddings_ =
-      embeddings->register_module("position_embeddings", torch::nn::Embedding(config_.max_position_embeddings(), d));
-  token_type_embeddings_ =
-      embeddings->register_module("token_type_embeddings", torch::nn::Embedding(config_.type_vocab_size(), d));
-  embeddings_norm_ = layer_norm(*embeddings, config_);
+  embeddings_ = register_module("embeddings", std::make_shared<detail::LearnedEmbeddingsImpl>(
+                                                  detail::LearnedEmbeddingsOptions()
+                                                      .vocab_size(config_.vocab_size())
+                                                      .hidden_size(d)
+                                                      .max_positions(config_.max_position_embeddings())
+                                                      .token_types(config_.type_vocab_size())
+                                                      .pad_token_id(config_.pad_token_id())
+                                                      .positions_after_padding(config_.positions_after_padding())
+                                                      .layer_norm_eps(config_.layer_norm_eps())
+                                                      .dropout(config_.hidden_dropout_prob())));
   auto layer_list = scope(*scope(*this, "encoder"), "layer");
   for (int64_t i = 0; i < config_.num_hidden_layers(); ++i)
     layers_.push_back(layer_list->register_module(std::to_string(i), BertLayer(config_)));
   pooler_ = linear(*scope(*this, "pooler"), "dense", d, d);
-  initialise(*this, config_);
+  detail::initialise_weights(*this, config_.initializer_range());
   c10::NoGradGuard no_grad;
-  word_embeddings_->weight[config_.pad_token_id()].zero_();
+  embeddings_->word_embeddings()->weight[config_.pad_token_id()].zero_();
 }
 
 void BertModelImpl::remove_pooler() {
   unregister_module("pooler");
   pooler_ = torch::nn::Linear(nullptr);
-}
-
-at::Tensor BertModelImpl::embed(const at::Tensor& input_ids, const at::Tensor& token_type_ids) {
-  const int64_t length = input_ids.size(1);
-  const at::Tensor ids = input_ids.to(at::kLong);
-  // Absent token types are all 0: row 0 broadcast (transformers gathers it for every position).
-  const at::Tensor types = token_type_ids.defined() ? token_type_embeddings_(token_type_ids.to(at::kLong))
-                                                    : token_type_embeddings_->weight.select(0, 0);
-  const at::Tensor positions = position_embeddings_->weight.narrow(0, 0, length);
-  const at::Tensor summed = word_embeddings_(ids) + types + positions;
-  return maybe_dropout(embeddings_norm_(summed), config_.hidden_dropout_prob(), is_training());
 }
 
 TransformerOutput BertModelImpl::encode(const at::Tensor& input_ids, const at::Tensor& attention_mask,
@@ -142,8 +100,9 @@ TransformerOutput BertModelImpl::encode(const at::Tensor& input_ids, const at::T
               " does not match input_ids ", input_ids.sizes());
   TORCH_CHECK(!token_type_ids.defined() || token_type_ids.sizes() == input_ids.sizes(), "BertModel: token_type_ids ",
               token_type_ids.sizes(), " does not match input_ids ", input_ids.sizes());
-  TORCH_CHECK(input_ids.size(1) <= config_.max_position_embeddings(), "BertModel: ", input_ids.size(1),
-              " tokens, more than max_position_embeddings (", config_.max_position_embeddings(),
+  // RoBERTa's positions start after pad_token_id: that many fewer tokens fit.
+  TORCH_CHECK(input_ids.size(1) <= max_tokens(), "BertModel: ", input_ids.size(1), " tokens, more than the ", max_tokens(),
+              " positions of the model (max_position_embeddings ", config_.max_position_embeddings(),
               "): truncate the texts (max_seq_length)");
   if (input_ids.numel() > 0) {
     const int64_t low = input_ids.min().item<int64_t>(), high = input_ids.max().item<int64_t>();
@@ -155,10 +114,9 @@ TransformerOutput BertModelImpl::encode(const at::Tensor& input_ids, const at::T
                   "BertModel: token type ids must be in [0, ", config_.type_vocab_size(), ")");
     }
   }
-  at::Tensor hidden = embed(input_ids, token_type_ids);
+  at::Tensor hidden = embeddings_->forward(input_ids, token_type_ids);
   // Built once for all layers; none at all when nothing is padding (the fused kernels' fast path).
-  const at::Tensor real = attention_mask.to(at::kBool);
-  const at::Tensor key_mask = real.all().item<bool>() ? at::Tensor() : real.view({real.size(0), 1, 1, real.size(1)});
+  const at::Tensor key_mask = detail::attention_mask(attention_mask, detail::AttentionPattern());
   for (auto& layer : layers_) hidden = layer(hidden, key_mask);
   TransformerOutput out;
   out.last_hidden_state = hidden;

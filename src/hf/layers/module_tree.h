@@ -1,0 +1,32 @@
+// Building an architecture's module tree under transformers' parameter names, and its random
+// initial weights.
+#pragma once
+
+#include <torch/nn/module.h>
+#include <torch/nn/modules/linear.h>
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+namespace gradcache {
+namespace hf {
+namespace detail {
+
+/// A module that only gives its children a name prefix ("attention", "self", "output", ...).
+std::shared_ptr<torch::nn::Module> scope(torch::nn::Module& parent, const std::string& name);
+
+/// nn.Linear(in, out, bias) registered as `name` under `parent`.
+torch::nn::Linear linear(torch::nn::Module& parent, const std::string& name, int64_t in, int64_t out, bool bias = true);
+
+/// transformers' _init_weights: Linear and Embedding weights normal(0, std), biases 0, norms'
+/// weights 1 and biases 0 (the parameters of a Norm, LayerNorm or RMSNorm). Loading a checkpoint
+/// replaces all of it; a model built without one (tests, training from scratch) starts here.
+void initialise_weights(torch::nn::Module& model, double std);
+
+/// Dropout in training mode (p > 0) only.
+at::Tensor maybe_dropout(const at::Tensor& x, double p, bool training);
+
+}  // namespace detail
+}  // namespace hf
+}  // namespace gradcache

@@ -1,0 +1,145 @@
+// LlamaConfig's fields, once (visit), the defaults of each model_type, and the rotary settings
+// transformers keeps in two places (rope_parameters since transformers 5, rope_theta and
+// rope_scaling before).
+#include "hf/models/llama.h"
+
+#include "hf/layers/config_fields.h"
+#include "hf/layers/feed_forward.h"
+#include "hf/model_json.h"
+
+namespace gradcache {
+namespace hf {
+namespace {
+
+using detail::Json;
+
+// Above any released model of these families (Llama-3.1-405B: 16,384 wide, 126 layers, 128
+// heads, 53,248 intermediate; Qwen's 151,936-word vocabularies; 131,072 positions), low enough
+// that a corrupt file cannot ask for terabytes.
+constexpr int64_t kMaxVocabulary = 10'000'000;
+constexpr int64_t kMaxWidth = 65'536;
+constexpr int64_t kMaxLayers = 1'000;
+constexpr int64_t kMaxPositions = 16'777'216;
+
+// transformers' defaults where the types differ.
+LlamaConfig defaults_of(const std::string& type) {
+  LlamaConfig config;
+  config.model_type(type);
+  if (type == "mistral") config.intermediate_size(14336).num_key_value_heads(8).max_position_embeddings(4096 * 32).sliding_window(4096);
+  if (type == "qwen2" || type == "qwen3") config.vocab_size(151936).intermediate_size(22016).max_position_embeddings(32768);
+  if (type == "qwen2") config.qkv_bias(true);
+  if (type == "qwen3") config.qk_norm(true).head_dim(128);
+  return config;
+}
+
+// The rotary base, and a refusal of any rope scaling but the default: from rope_parameters
+// (transformers 5) or rope_theta / rope_scaling (earlier files).
+double read_rope(const Json& config, double theta, const std::string& file) {
+  const Json* parameters = nullptr;
+  for (const char* key : {"rope_parameters", "rope_scaling"}) {
+    auto it = config.find(key);
+    if (it == config.end() || it->is_null()) continue;
+    if (!it->is_object()) throw ModelFileError(file, std::string("\"") + key + "\" must be an object");
+    const std::string type = detail::string_field(*it, "rope_type", detail::string_field(*it, "type", "default", file), file);
+    if (type != "default")
+      throw ModelFileError(file, std::string(key) + " asks for rope_type " + detail::quoted(type) +
+                                     ", which is not supported yet (only \"default\" rotary positions)");
+    if (std::string(key) == "rope_parameters") parameters = &*it;
+  }
+  theta = detail::number_field(config, "rope_theta", theta, 1, 1e12, file);
+  return parameters != nullptr ? detail::number_field(*parameters, "rope_theta", theta, 1, 1e12, file) : theta;
+}
+
+// Qwen2/Qwen3 files may name sliding-window layers; this library computes full attention only there.
+void refuse_qwen_windows(const Json& config, const std::string& file) {
+  if (detail::bool_field(config, "use_sliding_window", false, file))
+    throw ModelFileError(file, "\"use_sliding_window\" is true: Qwen's sliding-window layers are not supported yet");
+  auto it = config.find("layer_types");
+  if (it == config.end() || !it->is_array()) return;
+  for (const Json& kind : *it)
+    if (kind != "full_attention")
+      throw ModelFileError(file, "layer_types holds " + kind.dump() + ": only \"full_attention\" layers are supported");
+}
+
+}  // namespace
+
+const char* const LlamaConfig::kModelTypes[4] = {"llama", "mistral", "qwen2", "qwen3"};
+
+void LlamaConfig::visit(detail::FieldVisitor& fields) {
+  fields.integer("vocab_size", vocab_size_, 1, kMaxVocabulary);
+  fields.integer("hidden_size", hidden_size_, 1, kMaxWidth);
+  fields.integer("intermediate_size", intermediate_size_, 1, 8 * kMaxWidth);
+  fields.integer("num_hidden_layers", num_hidden_layers_, 1, kMaxLayers);
+  fields.integer("num_attention_heads", num_attention_heads_, 1, kMaxWidth);
+  fields.optional_integer("num_key_value_heads", num_key_value_heads_, 0, 1, kMaxWidth);
+  fields.optional_integer("head_dim", head_dim_, 0, 2, kMaxWidth);
+  fields.choice("hidden_act", hidden_act_, {GRADCACHE_HF_ACTIVATIONS});
+  fields.integer("max_position_embeddings", max_position_embeddings_, 1, kMaxPositions);
+  fields.number("rms_norm_eps", rms_norm_eps_, 0, 1, /*open_min=*/true, /*open_max=*/true);
+  fields.number("attention_dropout", attention_dropout_, 0, 1, false, /*open_max=*/true);
+  fields.optional_integer("pad_token_id", pad_token_id_, -1, 0, kMaxVocabulary);
+  fields.number("initializer_range", initializer_range_, 0, 10);
+  if (model_type_ == "llama" || model_type_ == "qwen3") fields.flag("attention_bias", attention_bias_);
+  if (model_type_ == "llama") fields.flag("mlp_bias", mlp_bias_);
+  if (model_type_ == "mistral") fields.optional_integer("sliding_window", sliding_window_, 0, 1, kMaxPositions);
+}
+
+LlamaConfig LlamaConfig::parse(const std::string& text, const std::string& file) {
+  const Json config = detail::parse_json(text, file);
+  LlamaConfig out = defaults_of(detail::require_model_type(config, {kModelTypes[0], kModelTypes[1], kModelTypes[2], kModelTypes[3]}, file));
+  if (out.model_type() == "qwen2" || out.model_type() == "qwen3") refuse_qwen_windows(config, file);
+  detail::FieldReader reader(config, file);
+  out.visit(reader);
+  out.rope_theta(read_rope(config, out.rope_theta(), file));
+  out.source_json(text);
+  out.validate(file);
+  return out;
+}
+
+void LlamaConfig::validate(const std::string& file) const {
+  LlamaConfig copy = *this;
+  detail::FieldChecker checker(file);
+  copy.visit(checker);
+  const auto text = [](int64_t value) { return std::to_string(value); };
+  if (head_dim() == 0 && hidden_size() % num_attention_heads() != 0)
+    throw ModelFileError(file, "hidden_size " + text(hidden_size()) + " is not a multiple of num_attention_heads " +
+                                   text(num_attention_heads()) + " (and no head_dim is given)");
+  if (num_attention_heads() % key_value_heads() != 0)
+    throw ModelFileError(file, "num_attention_heads " + text(num_attention_heads()) + " is not a multiple of num_key_value_heads " +
+                                   text(key_value_heads()));
+  if (head_size() % 2 != 0) throw ModelFileError(file, "the head size " + text(head_size()) + " is odd: rotary positions need an even one");
+  detail::require_in_range("num_attention_heads x head size", num_attention_heads() * head_size(), 1, 4 * kMaxWidth, file);
+  if (pad_token_id() >= vocab_size())
+    throw ModelFileError(file, "pad_token_id " + text(pad_token_id()) + " is outside the vocabulary of " + text(vocab_size()));
+  if (!(rope_theta() >= 1)) throw ModelFileError(file, "rope_theta must be at least 1");
+}
+
+int64_t LlamaConfig::parameter_count() const {
+  const int64_t d = hidden_size(), ffn = intermediate_size(), q = num_attention_heads() * head_size(),
+                kv = key_value_heads() * head_size();
+  const int64_t bias = attention_bias() ? q + 2 * kv + d : qkv_bias() ? q + 2 * kv : 0;
+  const int64_t attention = d * q + 2 * d * kv + q * d + bias + (qk_norm() ? 2 * head_size() : 0);
+  const int64_t mlp = 3 * d * ffn + (mlp_bias() ? 2 * ffn + d : 0);
+  return vocab_size() * d + num_hidden_layers() * (attention + mlp + 2 * d) + d;
+}
+
+std::string LlamaConfig::to_json() const {
+  Json config = Json::parse(detail::config_json_over(source_json(), *this));
+  config["model_type"] = model_type();
+  // Resolved, not null: transformers' Qwen2 reads head_dim with getattr, which a null defeats.
+  config["head_dim"] = head_size();
+  config["num_key_value_heads"] = key_value_heads();
+  // Both spellings of the rotary base: transformers 5 reads rope_parameters, earlier ones rope_theta.
+  config["rope_theta"] = rope_theta();
+  config["rope_parameters"] = Json{{"rope_type", "default"}, {"rope_theta", rope_theta()}};
+  if (!config.contains("architectures")) {
+    const std::string type = model_type();
+    config["architectures"] = Json::array({type == "llama" ? "LlamaModel" : type == "mistral" ? "MistralModel"
+                                                                        : type == "qwen2"     ? "Qwen2Model"
+                                                                                              : "Qwen3Model"});
+  }
+  return config.dump(2) + "\n";
+}
+
+}  // namespace hf
+}  // namespace gradcache

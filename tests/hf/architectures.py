@@ -1,0 +1,126 @@
+#!/usr/bin/env python3
+"""Tiny random models of every supported architecture, made by transformers, and what transformers
+computes with them: the reference of tests/hf/test_architectures.cpp (no weights can be
+downloaded here, so each model is a small random one of the real config and class).
+
+    architectures.py make DIR     DIR/<name>/model/     config.json + model.safetensors (AutoModel)
+                                  DIR/<name>/head/      the same weights in the task model
+                                                        (…ForMaskedLM / …ForCausalLM: prefixed
+                                                        names, lm_head, tied or not)
+                                  DIR/<name>/expected.safetensors   input_ids, attention_mask and
+                                                        last_hidden_state (eval, fp32)
+    architectures.py check DIR    for each DIR/<name>/saved/ (written by gradcache's save_transformer):
+                                  AutoModel.from_pretrained with no missing or unexpected weights,
+                                  last_hidden_state on the same batch -> DIR/<name>/reloaded.safetensors
+
+Where torch or transformers is missing, `make` writes DIR/unavailable.txt saying so (the tests skip).
+Sizes are small but not degenerate: 2 layers, 4 query heads sharing 2 key-value heads, an
+intermediate size (37) that is not a multiple of anything, dropout on where the architecture has
+it, a sliding window (Mistral) shorter than the texts, a head size (Qwen3) that is not
+hidden / heads. Decoders are fed left-padded batches (as their embedders are), encoders right-padded.
+"""
+import json
+import os
+import shutil
+import sys
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
+os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
+
+COMMON = dict(vocab_size=96, hidden_size=32, intermediate_size=37, num_hidden_layers=2, num_attention_heads=4,
+              max_position_embeddings=64, initializer_range=0.2)
+ENCODER = dict(hidden_dropout_prob=0.1, attention_probs_dropout_prob=0.1, type_vocab_size=2)
+DECODER = dict(num_key_value_heads=2, attention_dropout=0.1, rms_norm_eps=1e-6)
+
+# name: (model_type, config fields, task-head class, padding side)
+ARCHITECTURES = {
+    "bert": ("bert", dict(ENCODER, pad_token_id=0), "BertForMaskedLM", "right"),
+    "roberta": ("roberta", dict(ENCODER, pad_token_id=1, type_vocab_size=1), "RobertaForMaskedLM", "right"),
+    "xlm-roberta": ("xlm-roberta", dict(ENCODER, pad_token_id=1, type_vocab_size=1), "XLMRobertaForMaskedLM", "right"),
+    "llama": ("llama", dict(DECODER, tie_word_embeddings=False, rope_theta=500000.0), "LlamaForCausalLM", "left"),
+    "mistral": ("mistral", dict(DECODER, sliding_window=4, tie_word_embeddings=False), "MistralForCausalLM", "left"),
+    "qwen2": ("qwen2", dict(DECODER, tie_word_embeddings=True, rope_theta=1000000.0), "Qwen2ForCausalLM", "left"),
+    "qwen3": ("qwen3", dict(DECODER, head_dim=16, tie_word_embeddings=True, rope_theta=1000000.0),
+              "Qwen3ForCausalLM", "left"),
+}
+ROWS, COLUMNS = 6, 13
+
+
+def batch(name, pad_id, side, torch):
+    generator = torch.Generator().manual_seed(len(name))
+    ids = torch.randint(3, COMMON["vocab_size"], (ROWS, COLUMNS), generator=generator)
+    lengths = [COLUMNS, 1, 5, COLUMNS - 1, 8, 2]
+    mask = torch.zeros(ROWS, COLUMNS, dtype=torch.int64)
+    for row, length in enumerate(lengths):
+        if side == "right":
+            mask[row, :length] = 1
+        else:
+            mask[row, COLUMNS - length:] = 1
+    ids = torch.where(mask.bool(), ids, torch.full_like(ids, pad_id))
+    return ids, mask
+
+
+def make(out_dir):
+    try:
+        import torch
+        import transformers
+        from safetensors.torch import save_file
+    except ImportError as error:
+        os.makedirs(out_dir, exist_ok=True)
+        with open(os.path.join(out_dir, "unavailable.txt"), "w") as f:
+            f.write(f"architectures.py: {error}\n")
+        return
+    for name, (model_type, fields, head_class, side) in ARCHITECTURES.items():
+        torch.manual_seed(1000 + len(name))
+        config = transformers.AutoConfig.for_model(model_type, **COMMON, **fields)
+        model = transformers.AutoModel.from_config(config).eval()
+        where = os.path.join(out_dir, name)
+        shutil.rmtree(where, ignore_errors=True)
+        model.save_pretrained(os.path.join(where, "model"))
+        head = getattr(transformers, head_class)(config)
+        # The masked-LM heads' encoder has no pooler: the one key it may leave out.
+        missing, unexpected = head.base_model.load_state_dict(model.state_dict(), strict=False)
+        assert not missing and all(key.startswith("pooler.") for key in unexpected), (missing, unexpected)
+        head.save_pretrained(os.path.join(where, "head"))
+        pad_id = config.pad_token_id if config.pad_token_id is not None else 0
+        ids, mask = batch(name, pad_id, side, torch)
+        with torch.no_grad():
+            hidden = model(input_ids=ids, attention_mask=mask).last_hidden_state
+        save_file({"input_ids": ids.contiguous(), "attention_mask": mask.contiguous(), "last_hidden_state": hidden.contiguous()},
+                  os.path.join(where, "expected.safetensors"), metadata={"format": "pt", "side": side})
+        print(f"architectures.py: {name} ({type(model).__name__}, {head_class}) -> {where}")
+    unavailable = os.path.join(out_dir, "unavailable.txt")
+    if os.path.exists(unavailable):
+        os.remove(unavailable)
+
+
+def check(out_dir):
+    import torch
+    import transformers
+    from safetensors.torch import load_file, save_file
+
+    for name in sorted(os.listdir(out_dir)):
+        saved = os.path.join(out_dir, name, "saved")
+        if not os.path.isdir(saved):
+            continue
+        model, info = transformers.AutoModel.from_pretrained(saved, output_loading_info=True)
+        problems = {key: value for key, value in info.items() if value and key != "mismatched_keys" or
+                    key == "mismatched_keys" and value}
+        if problems:
+            sys.exit(f"architectures.py check: {saved}: {problems}")
+        expected = load_file(os.path.join(out_dir, name, "expected.safetensors"))
+        with torch.no_grad():
+            hidden = model.eval()(input_ids=expected["input_ids"], attention_mask=expected["attention_mask"]).last_hidden_state
+        save_file({"last_hidden_state": hidden.contiguous()}, os.path.join(out_dir, name, "reloaded.safetensors"),
+                  metadata={"format": "pt", "class": type(model).__name__})
+        print(f"architectures.py check: {name}: {type(model).__name__} loaded {saved}")
+
+
+def main():
+    command, out_dir = sys.argv[1], sys.argv[2]
+    {"make": make, "check": check}[command](out_dir)
+
+
+if __name__ == "__main__":
+    main()

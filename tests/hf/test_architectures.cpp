@@ -1,0 +1,183 @@
+// Every built-in architecture against transformers (tests/hf/architectures.py makes a tiny random
+// model of each with transformers, and what transformers computes with it; the hf.architectures
+// fixture runs it): the same last_hidden_state, the task model's checkpoint loads, what we save
+// loads back into transformers with the same outputs, and a cache step equals a full-batch
+// backward with dropout on.
+//
+// Tolerance of last_hidden_state (fp32, entries O(1)): as tests/hf/test_bert.cpp derives it, 2
+// layers deep of sums over <= 37 terms, L sqrt(n) u ~ 2 x 7 x 6e-8 = 8e-7 per layer stage, a
+// few stages per layer (attention, MLP, norms): kTolerance = 2e-6 relative to max(1, max |h|).
+// transformers runs the same LibTorch kernels (SDPA, GEMM) in the same order where it can, so
+// the observed error is far below (printed). A weight changed by 1e-3 of its size must show
+// (the negative control): 1e-2 of the largest entry of one matrix, which moves the output 10 times the tolerance at least.
+// Cache vs full batch: tests/hf/test_hf_grad_cache.cpp's kTolerance (1e-5), same reasoning.
+#include "model_test_util.h"
+
+#include <gradcache/gradcache.h>
+
+#include <algorithm>
+
+namespace hf = gradcache::hf;
+namespace gc = gradcache;
+
+namespace {
+
+constexpr double kTolerance = 2e-6;
+constexpr double kCacheTolerance = 1e-5;
+const std::vector<std::string> kArchitectures = {"bert", "roberta", "xlm-roberta", "llama", "mistral", "qwen2", "qwen3"};
+
+std::string architectures_dir() {
+  const char* env = std::getenv("GRADCACHE_ARCHITECTURES_DIR");
+  return env != nullptr ? env : "";
+}
+
+// Why the references are not there ("" if they are).
+std::string references_missing() {
+  const std::string dir = architectures_dir();
+  if (dir.empty()) return "GRADCACHE_ARCHITECTURES_DIR is not set (the hf.architectures fixture sets it)";
+  std::ifstream unavailable(dir + "/unavailable.txt");
+  if (unavailable) return std::string((std::istreambuf_iterator<char>(unavailable)), std::istreambuf_iterator<char>());
+  if (!hftest::fs::exists(dir + "/bert/expected.safetensors")) return "no references in " + dir + " (run architectures.py make)";
+  return "";
+}
+
+// max |ours - theirs| over real tokens only (what a padding position holds differs between
+// attention kernels and is never read), and max |theirs| there.
+std::pair<double, double> real_token_error(const torch::Tensor& ours, const torch::Tensor& theirs, const torch::Tensor& mask) {
+  const auto real = mask.to(torch::kBool).unsqueeze(-1).expand_as(theirs);
+  const auto a = ours.masked_select(real).to(torch::kDouble), b = theirs.masked_select(real).to(torch::kDouble);
+  return {(a - b).abs().max().item<double>(), b.abs().max().item<double>()};
+}
+
+// Random texts of 1 to 12 ids (3 .. 95), padded on `side` with `pad`.
+std::map<std::string, torch::Tensor> random_batch(int64_t rows, const std::string& side, int64_t pad) {
+  std::vector<std::vector<int64_t>> ids;
+  for (int64_t r = 0; r < rows; ++r) {
+    std::vector<int64_t> row(torch::randint(1, 13, {1}).item<int64_t>());
+    for (auto& id : row) id = torch::randint(3, 96, {1}).item<int64_t>();
+    ids.push_back(row);
+  }
+  auto batch = hf::pad_batch(ids, pad);
+  if (side == "left") {  // each row's padding moved to its front
+    for (int64_t r = 0; r < rows; ++r) {
+      const int64_t padding = batch["input_ids"].size(1) - static_cast<int64_t>(ids[r].size());
+      for (const char* key : {"input_ids", "attention_mask"}) batch[key][r] = batch[key][r].roll(padding);
+    }
+  }
+  return batch;
+}
+
+class Architecture : public ::testing::TestWithParam<std::string> {
+ protected:
+  void SetUp() override {
+    const std::string missing = references_missing();
+    if (!missing.empty()) GTEST_SKIP() << missing;
+    expected_ = hf::read_safetensors(dir() + "/expected.safetensors");
+  }
+  std::string dir() const { return architectures_dir() + "/" + GetParam(); }
+  torch::Tensor expected(const std::string& name) const { return hftest::tensor(expected_, name); }
+  torch::Tensor encode(hf::TransformerBackbone& model) const {
+    torch::NoGradGuard no_grad;
+    return model.encode(expected("input_ids"), expected("attention_mask")).last_hidden_state;
+  }
+
+  hf::SafetensorsContents expected_;
+};
+
+}  // namespace
+
+TEST_P(Architecture, MatchesTransformers) {
+  auto model = hf::load_transformer(dir() + "/model");
+  const auto config = nlohmann::json::parse(std::ifstream(dir() + "/model/config.json"));
+  EXPECT_EQ(model->model_type(), config.at("model_type").get<std::string>());
+  const auto [error, size] = real_token_error(encode(*model), expected("last_hidden_state"), expected("attention_mask"));
+  std::cout << "[" << GetParam() << "] max |ours - transformers| over real tokens: " << error << " (entries up to " << size
+            << ")" << std::endl;
+  EXPECT_LT(error, kTolerance * std::max(1.0, size));
+
+  // Negative control: one weight of the last layer off by 1e-2 of the largest.
+  for (auto& item : model->named_parameters()) {
+    if (item.value().dim() != 2 || item.key().find(".1.") == std::string::npos) continue;
+    torch::NoGradGuard no_grad;
+    item.value().view(-1)[0] += 1e-2 * item.value().abs().max();
+    break;
+  }
+  const double broken = real_token_error(encode(*model), expected("last_hidden_state"), expected("attention_mask")).first;
+  EXPECT_GT(broken, 10 * kTolerance * std::max(1.0, size));
+}
+
+TEST_P(Architecture, LoadsTheTaskModelsCheckpoint) {
+  // …ForMaskedLM / …ForCausalLM: the encoder under "bert.", "roberta." or "model.", beside an
+  // LM head (tied to the embeddings or not), and no pooler for the masked-LM encoders.
+  auto plain = hf::load_transformer(dir() + "/model");
+  auto task = hf::load_transformer(dir() + "/head");
+  EXPECT_TRUE(torch::equal(encode(*task), encode(*plain)));
+}
+
+TEST_P(Architecture, CacheStepEqualsFullBatchWithDropout) {
+  torch::manual_seed(7);
+  const bool decoder = expected_.metadata.at("side") == "left";
+  auto transformer = hf::load_transformer(dir() + "/model");
+  const int64_t pad = GetParam().find("roberta") != std::string::npos ? 1 : 0;
+  hf::SentenceTransformer model(
+      transformer, hf::SentenceTransformerOptions().max_seq_length(transformer->max_tokens()).pooling(
+                       hf::PoolingOptions().modes({decoder ? hf::PoolingMode::LastToken : hf::PoolingMode::Mean})));
+  model->train();
+  const std::string side = decoder ? "left" : "right";
+  const gc::ModelInput queries = random_batch(12, side, pad), passages = random_batch(12, side, pad);
+  {  // dropout is really on: two training forwards differ
+    torch::NoGradGuard no_grad;
+    EXPECT_FALSE(torch::allclose(gc::Model(model)(queries).toTensor(), gc::Model(model)(queries).toTensor()));
+  }
+  const gc::Loss loss = gc::SimpleContrastiveLoss(gc::ContrastiveLossOptions().similarity(gc::Similarity::Cosine).temperature(0.05));
+  torch::manual_seed(42);
+  const auto full = hftest::full_batch_gradients(model, {queries, passages}, 4, loss);
+  hftest::zero(*model);
+  torch::manual_seed(42);
+  gc::GradCache({model, model}, 4, loss)({queries, passages});
+  const double error = hftest::max_rel_error(hftest::gradients(*model), full);
+  std::cout << "[" << GetParam() << "] cache step vs full batch, dropout on, 12 pairs in chunks of 4: max relative gradient error "
+            << error << std::endl;
+  EXPECT_LT(error, kCacheTolerance);
+}
+
+INSTANTIATE_TEST_SUITE_P(Builtin, Architecture, ::testing::ValuesIn(kArchitectures), [](const auto& info) {
+  std::string name = info.param;
+  std::replace(name.begin(), name.end(), '-', '_');
+  return name;
+});
+
+TEST(Architectures, SavedModelsLoadInTransformers) {
+  const std::string missing = references_missing();
+  if (!missing.empty()) GTEST_SKIP() << missing;
+  const std::string dir = architectures_dir();
+  std::map<std::string, torch::Tensor> ours;
+  for (const auto& name : kArchitectures) {
+    auto model = hf::load_transformer(dir + "/" + name + "/model");
+    hftest::fs::remove_all(dir + "/" + name + "/saved");
+    hftest::fs::create_directories(dir + "/" + name + "/saved");
+    hf::save_transformer(*model, dir + "/" + name + "/saved");
+    const auto expected = hf::read_safetensors(dir + "/" + name + "/expected.safetensors");
+    torch::NoGradGuard no_grad;
+    ours[name] = model->encode(hftest::tensor(expected, "input_ids"), hftest::tensor(expected, "attention_mask")).last_hidden_state;
+  }
+  const std::string command = "\"" + hftest::python() + "\" \"" GRADCACHE_HF_SCRIPTS "/architectures.py\" check \"" + dir + "\"";
+  ASSERT_EQ(std::system(command.c_str()), 0) << command;
+  for (const auto& name : kArchitectures) {
+    const auto expected = hf::read_safetensors(dir + "/" + name + "/expected.safetensors");
+    const auto reloaded = hf::read_safetensors(dir + "/" + name + "/reloaded.safetensors");
+    const auto [error, size] =
+        real_token_error(ours[name], hftest::tensor(reloaded, "last_hidden_state"), hftest::tensor(expected, "attention_mask"));
+    EXPECT_LT(error, kTolerance * std::max(1.0, size)) << name << " reloaded by transformers as " << reloaded.metadata.at("class");
+  }
+}
+
+TEST(Architectures, RegistryListsEveryArchitecture) {
+  const auto types = hf::supported_model_types();
+  for (const auto& name : kArchitectures) EXPECT_NE(std::find(types.begin(), types.end(), name), types.end()) << name;
+  const std::string message = hftest::model_file_error([] { hf::build_transformer("{\"model_type\":\"gpt2\"}", "c/config.json"); });
+  EXPECT_NE(message.find("c/config.json: model_type \"gpt2\" is not supported (supported: bert, llama, mistral, qwen2, qwen3, "
+                         "roberta, xlm-roberta)"),
+            std::string::npos)
+      << message;
+}
