@@ -49,7 +49,8 @@ std::pair<double, double> real_token_error(const torch::Tensor& ours, const torc
   return {(a - b).abs().max().item<double>(), b.abs().max().item<double>()};
 }
 
-// Random texts of 1 to 12 ids (3 .. 95), padded on `side` with `pad`.
+// Random texts of 1 to 12 ids (3 .. 95: architectures.py keeps the special ids below 3), padded
+// on `side` with `pad`.
 std::map<std::string, torch::Tensor> random_batch(int64_t rows, const std::string& side, int64_t pad) {
   std::vector<std::vector<int64_t>> ids;
   for (int64_t r = 0; r < rows; ++r) {
@@ -118,7 +119,8 @@ TEST_P(Architecture, CacheStepEqualsFullBatchWithDropout) {
   torch::manual_seed(7);
   const bool decoder = expected_.metadata.at("side") == "left";
   auto transformer = hf::load_transformer(dir() + "/model");
-  const int64_t pad = GetParam().find("roberta") != std::string::npos ? 1 : 0;
+  const auto config = nlohmann::json::parse(std::ifstream(dir() + "/model/config.json"));
+  const int64_t pad = config.value("pad_token_id", nlohmann::json()).is_number() ? config["pad_token_id"].get<int64_t>() : 0;
   hf::SentenceTransformer model(
       transformer, hf::SentenceTransformerOptions().max_seq_length(transformer->max_tokens()).pooling(
                        hf::PoolingOptions().modes({decoder ? hf::PoolingMode::LastToken : hf::PoolingMode::Mean})));
@@ -176,8 +178,6 @@ TEST(Architectures, RegistryListsEveryArchitecture) {
   const auto types = hf::supported_model_types();
   for (const auto& name : kArchitectures) EXPECT_NE(std::find(types.begin(), types.end(), name), types.end()) << name;
   const std::string message = hftest::model_file_error([] { hf::build_transformer("{\"model_type\":\"gpt2\"}", "c/config.json"); });
-  EXPECT_NE(message.find("c/config.json: model_type \"gpt2\" is not supported (supported: bert, llama, mistral, qwen2, qwen3, "
-                         "roberta, xlm-roberta)"),
-            std::string::npos)
-      << message;
+  EXPECT_NE(message.find("c/config.json: model_type \"gpt2\" is not supported (supported: bert, "), std::string::npos) << message;
+  for (const auto& name : kArchitectures) EXPECT_NE(message.find(name), std::string::npos) << message;
 }
