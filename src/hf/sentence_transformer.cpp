@@ -150,7 +150,8 @@ std::map<std::string, at::Tensor> SentenceTransformerImpl::tokenize(const std::v
   std::vector<std::vector<int64_t>> ids;
   ids.reserve(texts.size());
   for (const std::string& text : texts) ids.push_back(tokens.encode(prepare(prefix + text), max_len));
-  auto batch = pad_batch(ids, std::max<int64_t>(tokens.pad_id(), 0));
+  // Decoder embedders (Qwen3-Embedding, ...) pad on the left, as their tokenizer_config.json says.
+  auto batch = pad_batch(ids, std::max<int64_t>(tokens.pad_id(), 0), tokens.padding_side() == Side::kLeft);
   if (!options_.pooling().include_prompt() && !prefix.empty()) {
     // As sentence-transformers: the prompt's own ids, without a trailing special token ([SEP]).
     const std::vector<int64_t> prompt_ids = tokens.encode(prepare(prefix), max_len);
@@ -221,7 +222,7 @@ SentenceTransformer load_sentence_transformer(const std::string& dir) {
   return model;
 }
 
-std::map<std::string, at::Tensor> pad_batch(const std::vector<std::vector<int64_t>>& ids, int64_t pad_id) {
+std::map<std::string, at::Tensor> pad_batch(const std::vector<std::vector<int64_t>>& ids, int64_t pad_id, bool pad_left) {
   size_t longest = 0;
   for (const auto& row : ids) longest = std::max(longest, row.size());
   const auto rows = static_cast<int64_t>(ids.size()), columns = static_cast<int64_t>(longest);
@@ -230,9 +231,11 @@ std::map<std::string, at::Tensor> pad_batch(const std::vector<std::vector<int64_
   auto id_access = input_ids.accessor<int64_t, 2>();
   auto mask_access = mask.accessor<int64_t, 2>();
   for (int64_t r = 0; r < rows; ++r) {
-    for (size_t c = 0; c < ids[static_cast<size_t>(r)].size(); ++c) {
-      id_access[r][static_cast<int64_t>(c)] = ids[static_cast<size_t>(r)][c];
-      mask_access[r][static_cast<int64_t>(c)] = 1;
+    const auto& row = ids[static_cast<size_t>(r)];
+    const int64_t start = pad_left ? columns - static_cast<int64_t>(row.size()) : 0;
+    for (size_t c = 0; c < row.size(); ++c) {
+      id_access[r][start + static_cast<int64_t>(c)] = row[c];
+      mask_access[r][start + static_cast<int64_t>(c)] = 1;
     }
   }
   return {{"input_ids", input_ids}, {"attention_mask", mask}};

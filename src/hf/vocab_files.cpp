@@ -259,6 +259,16 @@ void apply_tokenizer_config(TokenizerState& state, std::string_view config_json,
   // transformers writes int(1e30) (VERY_LARGE_INTEGER) for a model without a limit.
   if (length != config.end() && length->is_number_unsigned() && length->get<uint64_t>() <= UINT32_MAX)
     state.model_max_length = length->get<uint64_t>();
+  // The pad token transformers pads with: a string, or an AddedToken's {"content": ...}. One the
+  // vocabulary does not hold is left to the padding section (transformers would fail on it).
+  const auto pad = config.find("pad_token");
+  const Json* content = pad == config.end() ? nullptr : pad->is_object() && pad->contains("content") ? &pad->at("content") : &*pad;
+  if (content != nullptr && content->is_string()) {
+    const std::string token = content->get<std::string>();
+    std::optional<int64_t> id = state.added->token_to_id(token);
+    if (!id) id = state.model->token_to_id(token);
+    if (id) state.pad_id = *id;
+  }
 }
 
 }  // namespace detail

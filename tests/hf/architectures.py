@@ -9,9 +9,15 @@ downloaded here, so each model is a small random one of the real config and clas
                                                         names, lm_head, tied or not)
                                   DIR/<name>/expected.safetensors   input_ids, attention_mask and
                                                         last_hidden_state (eval, fp32)
+                                  DIR/<name>/st/        a sentence-transformers directory of it
+                                                        (tokenizer, pooling, Normalize, prompts)
+                                  DIR/<name>/st_expected.safetensors   its tokenization of TEXTS
+                                                        and SentenceTransformer.encode's embeddings
     architectures.py check DIR    for each DIR/<name>/saved/ (written by gradcache's save_transformer):
                                   AutoModel.from_pretrained with no missing or unexpected weights,
-                                  last_hidden_state on the same batch -> DIR/<name>/reloaded.safetensors
+                                  last_hidden_state on the same batch -> DIR/<name>/reloaded.safetensors;
+                                  for each DIR/<name>/st_saved/ (SentenceTransformer::save): loaded by
+                                  SentenceTransformer, TEXTS encoded -> DIR/<name>/st_reloaded.safetensors
 
 Where torch or transformers is missing, `make` writes DIR/unavailable.txt saying so (the tests skip).
 Sizes are small but not degenerate: 2 layers, 4 query heads sharing 2 key-value heads, an
@@ -61,6 +67,61 @@ def batch(name, pad_id, side, torch):
     return ids, mask
 
 
+WORDS = [f"w{i}" for i in range(4, COMMON["vocab_size"])]
+TEXTS = [" ".join(WORDS[(7 * i + 3 * j) % len(WORDS)] for j in range(1 + (5 * i) % 14)) for i in range(10)] + [
+    "w5 unknownword w9", "W12 w13"]
+PROMPTS = {"query": "w30 w31 w32 ", "document": ""}
+
+
+def tokenizer_for(config, side):
+    """A WordPiece tokenizer over the ids the tiny models have: 4 special tokens (padding at the
+    config's pad id) then the words w4 .. w95; encoders frame a text as <cls> $A <sep>, decoders
+    append <eos> as Qwen3-Embedding's does, and pad on the left."""
+    from tokenizers import Tokenizer, models, pre_tokenizers, processors
+    from transformers import PreTrainedTokenizerFast
+
+    pad = config.pad_token_id if config.pad_token_id is not None else 0
+    others = iter(i for i in range(4) if i != pad)
+    unk, first, last = next(others), next(others), next(others)
+    names = {pad: "<pad>", unk: "<unk>", first: "<cls>", last: "<sep>"}
+    vocab = {names[i]: i for i in range(4)}
+    vocab.update({word: 4 + i for i, word in enumerate(WORDS)})
+    tokenizer = Tokenizer(models.WordPiece(vocab, unk_token="<unk>"))
+    tokenizer.pre_tokenizer = pre_tokenizers.WhitespaceSplit()
+    if side == "right":
+        tokenizer.post_processor = processors.TemplateProcessing(
+            single="<cls> $A <sep>", special_tokens=[("<cls>", first), ("<sep>", last)])
+    else:
+        tokenizer.post_processor = processors.TemplateProcessing(single="$A <sep>", special_tokens=[("<sep>", last)])
+    return PreTrainedTokenizerFast(tokenizer_object=tokenizer, pad_token="<pad>", unk_token="<unk>", cls_token="<cls>",
+                                   sep_token="<sep>", eos_token="<sep>", padding_side=side, model_max_length=48)
+
+
+def sentence_transformer(where, config, side, torch, save_file):
+    """DIR/<name>/st/: the model as sentence-transformers saves it (its tokenizer; last-token
+    pooling for decoders, mean for encoders; Normalize; prompts), and what SentenceTransformer.encode
+    gives for TEXTS, plain and with the "query" prompt -> DIR/<name>/st_expected.safetensors."""
+    from sentence_transformers import SentenceTransformer, models
+
+    tokenizer_for(config, side).save_pretrained(os.path.join(where, "model"))
+    transformer = models.Transformer(os.path.join(where, "model"), max_seq_length=48)
+    pooling = models.Pooling(config.hidden_size, pooling_mode="lasttoken" if side == "left" else "mean")
+    st = SentenceTransformer(modules=[transformer, pooling, models.Normalize()], device="cpu", prompts=PROMPTS)
+    st.eval()
+    st.save(os.path.join(where, "st"))
+    batch = st.tokenize(TEXTS)
+    expected = {"input_ids": batch["input_ids"].to(torch.int64).contiguous(),
+                "attention_mask": batch["attention_mask"].to(torch.int64).contiguous()}
+    expected.update(st_embeddings(st, torch))
+    save_file(expected, os.path.join(where, "st_expected.safetensors"), metadata={"format": "pt", "texts": json.dumps(TEXTS)})
+
+
+def st_embeddings(st, torch):
+    with torch.no_grad():
+        return {"embeddings": st.encode(TEXTS, convert_to_tensor=True).float().contiguous(),
+                "query_embeddings": st.encode(TEXTS, prompt_name="query", convert_to_tensor=True).float().contiguous()}
+
+
 def make(out_dir):
     try:
         import torch
@@ -89,6 +150,7 @@ def make(out_dir):
             hidden = model(input_ids=ids, attention_mask=mask).last_hidden_state
         save_file({"input_ids": ids.contiguous(), "attention_mask": mask.contiguous(), "last_hidden_state": hidden.contiguous()},
                   os.path.join(where, "expected.safetensors"), metadata={"format": "pt", "side": side})
+        sentence_transformer(where, config, side, torch, save_file)
         print(f"architectures.py: {name} ({type(model).__name__}, {head_class}) -> {where}")
     unavailable = os.path.join(out_dir, "unavailable.txt")
     if os.path.exists(unavailable):
@@ -115,6 +177,14 @@ def check(out_dir):
         save_file({"last_hidden_state": hidden.contiguous()}, os.path.join(out_dir, name, "reloaded.safetensors"),
                   metadata={"format": "pt", "class": type(model).__name__})
         print(f"architectures.py check: {name}: {type(model).__name__} loaded {saved}")
+        st_saved = os.path.join(out_dir, name, "st_saved")
+        if os.path.isdir(st_saved):
+            from sentence_transformers import SentenceTransformer
+
+            st = SentenceTransformer(st_saved, device="cpu").eval()
+            save_file(st_embeddings(st, torch), os.path.join(out_dir, name, "st_reloaded.safetensors"),
+                      metadata={"format": "pt"})
+            print(f"architectures.py check: {name}: SentenceTransformer loaded {st_saved}")
 
 
 def main():

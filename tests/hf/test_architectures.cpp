@@ -58,14 +58,7 @@ std::map<std::string, torch::Tensor> random_batch(int64_t rows, const std::strin
     for (auto& id : row) id = torch::randint(3, 96, {1}).item<int64_t>();
     ids.push_back(row);
   }
-  auto batch = hf::pad_batch(ids, pad);
-  if (side == "left") {  // each row's padding moved to its front
-    for (int64_t r = 0; r < rows; ++r) {
-      const int64_t padding = batch["input_ids"].size(1) - static_cast<int64_t>(ids[r].size());
-      for (const char* key : {"input_ids", "attention_mask"}) batch[key][r] = batch[key][r].roll(padding);
-    }
-  }
-  return batch;
+  return hf::pad_batch(ids, pad, side == "left");
 }
 
 class Architecture : public ::testing::TestWithParam<std::string> {
@@ -143,13 +136,34 @@ TEST_P(Architecture, CacheStepEqualsFullBatchWithDropout) {
   EXPECT_LT(error, kCacheTolerance);
 }
 
+TEST_P(Architecture, SentenceTransformersDirectory) {
+  // sentence-transformers saved the model with its tokenizer (decoders pad on the left and end
+  // a text with EOS), pooling, Normalize and prompts: the same ids, and the same embeddings as
+  // SentenceTransformer.encode (which sorts texts by length, so its batches are padded otherwise:
+  // only rounding may differ), plain and with the "query" prompt.
+  const auto expected = hf::read_safetensors(dir() + "/st_expected.safetensors");
+  auto model = hf::load_sentence_transformer(dir() + "/st");
+  const auto texts = hftest::fixture_texts(expected);
+  const auto batch = model->tokenize(texts);
+  EXPECT_TRUE(torch::equal(batch.at("input_ids"), hftest::tensor(expected, "input_ids")));
+  EXPECT_TRUE(torch::equal(batch.at("attention_mask"), hftest::tensor(expected, "attention_mask")));
+  torch::NoGradGuard no_grad;
+  const double plain = hftest::max_abs_diff(model->forward(batch), hftest::tensor(expected, "embeddings"));
+  const double prompted =
+      hftest::max_abs_diff(model->forward(model->tokenize(texts, model->prompt("query"))), hftest::tensor(expected, "query_embeddings"));
+  std::cout << "[" << GetParam() << "] max |ours - SentenceTransformer.encode|: " << plain << ", with the query prompt " << prompted
+            << std::endl;
+  EXPECT_LT(plain, kTolerance);  // unit vectors
+  EXPECT_LT(prompted, kTolerance);
+}
+
 INSTANTIATE_TEST_SUITE_P(Builtin, Architecture, ::testing::ValuesIn(kArchitectures), [](const auto& info) {
   std::string name = info.param;
   std::replace(name.begin(), name.end(), '-', '_');
   return name;
 });
 
-TEST(Architectures, SavedModelsLoadInTransformers) {
+TEST(Architectures, SavedModelsLoadInTransformersAndSentenceTransformers) {
   const std::string missing = references_missing();
   if (!missing.empty()) GTEST_SKIP() << missing;
   const std::string dir = architectures_dir();
@@ -159,6 +173,7 @@ TEST(Architectures, SavedModelsLoadInTransformers) {
     hftest::fs::remove_all(dir + "/" + name + "/saved");
     hftest::fs::create_directories(dir + "/" + name + "/saved");
     hf::save_transformer(*model, dir + "/" + name + "/saved");
+    hf::load_sentence_transformer(dir + "/" + name + "/st")->save(dir + "/" + name + "/st_saved");
     const auto expected = hf::read_safetensors(dir + "/" + name + "/expected.safetensors");
     torch::NoGradGuard no_grad;
     ours[name] = model->encode(hftest::tensor(expected, "input_ids"), hftest::tensor(expected, "attention_mask")).last_hidden_state;
@@ -171,6 +186,10 @@ TEST(Architectures, SavedModelsLoadInTransformers) {
     const auto [error, size] =
         real_token_error(ours[name], hftest::tensor(reloaded, "last_hidden_state"), hftest::tensor(expected, "attention_mask"));
     EXPECT_LT(error, kTolerance * std::max(1.0, size)) << name << " reloaded by transformers as " << reloaded.metadata.at("class");
+    const auto st = hf::read_safetensors(dir + "/" + name + "/st_expected.safetensors");
+    const auto st_reloaded = hf::read_safetensors(dir + "/" + name + "/st_reloaded.safetensors");
+    for (const char* key : {"embeddings", "query_embeddings"})
+      EXPECT_LT(hftest::max_abs_diff(hftest::tensor(st_reloaded, key), hftest::tensor(st, key)), kTolerance) << name << " " << key;
   }
 }
 

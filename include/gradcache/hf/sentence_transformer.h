@@ -79,7 +79,7 @@ class SentenceTransformerImpl : public torch::nn::Module {
   /// The batch of `texts` as SentenceTransformer.encode tokenizes it: `prompt` (a prompt's text,
   /// e.g. prompt("query"); by default the default prompt's, if the model has one) before each
   /// text, lower-cased if do_lower_case(), [CLS] pieces [SEP] cut at max_seq_length(), padded to
-  /// the longest with the tokenizer's pad id: {"input_ids", "attention_mask"} int64 [B, T], and
+  /// the longest with the tokenizer's pad id, on its padding_side(): {"input_ids", "attention_mask"} int64 [B, T], and
   /// "prompt_length" [B] when the pooling leaves the prompt out. std::logic_error without a tokenizer.
   std::map<std::string, at::Tensor> tokenize(const std::vector<std::string>& texts,
                                              const std::optional<std::string>& prompt = std::nullopt) const;
@@ -113,8 +113,9 @@ TORCH_MODULE(SentenceTransformer);
 SentenceTransformer load_sentence_transformer(const std::string& dir);
 
 /// A padded batch {"input_ids", "attention_mask"} (int64 [B, longest]) from token id lists,
-/// padded on the right with `pad_id`.
-std::map<std::string, at::Tensor> pad_batch(const std::vector<std::vector<int64_t>>& ids, int64_t pad_id = 0);
+/// padded with `pad_id` on the right, or on the left if `pad_left` (decoders' tokenizers).
+std::map<std::string, at::Tensor> pad_batch(const std::vector<std::vector<int64_t>>& ids, int64_t pad_id = 0,
+                                            bool pad_left = false);
 
 }  // namespace hf
 }  // namespace gradcache
