@@ -40,6 +40,26 @@ std::string model_prompt(const PretrainedModel* model, std::initializer_list<con
 
 }  // namespace
 
+std::string describe(const PretrainedModel& model) {
+  const auto config = nlohmann::json::parse(model.config_json, nullptr, /*allow_exceptions=*/false);
+  std::string out = config.is_object() && config.value("model_type", nlohmann::json()).is_string()
+                        ? config["model_type"].get<std::string>()
+                        : std::string("an unknown architecture");
+  const auto& o = model.options;
+  if (o.tokenizer() != nullptr) {
+    const auto tokenizer = nlohmann::json::parse(o.tokenizer()->to_json(), nullptr, false);
+    const auto kind = tokenizer.is_object() ? tokenizer.value("model", nlohmann::json::object()).value("type", "") : "";
+    out += ", a " + (kind.empty() ? std::string("WordPiece") : kind) + " tokenizer padding on the " +
+           (o.tokenizer()->padding_side() == hf::Side::kLeft ? "left" : "right");
+  }
+  std::string modes;
+  for (const auto mode : o.pooling().modes()) modes += (modes.empty() ? "" : "+") + hf::pooling_mode_name(mode);
+  out += ", " + modes + " pooling" + (o.normalize() ? ", normalised" : "") + ", " +
+         std::to_string(hf::pooled_dimension(o.pooling())) + " dimensions, up to " + std::to_string(o.max_seq_length()) +
+         " tokens";
+  return out;
+}
+
 LoadedPretrained load_pretrained(const std::string& dir) {
   LoadedPretrained loaded;
   loaded.module = hf::load_sentence_transformer(dir);

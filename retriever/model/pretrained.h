@@ -46,6 +46,11 @@ Tokenizer pretrained_tokenizer(const PretrainedModel& description);
 /// sentence-transformers' encode_query and encode_document choose them; else none.
 Prompts resolve_prompts(const PromptSettings& settings, const PretrainedModel* model);
 
+/// One line for the log: the architecture, the tokenizer's model (and its padding side), the
+/// pooling, Normalize, the embedding size and max_seq_length, e.g. "qwen3, a BPE tokenizer
+/// padding on the left, lasttoken pooling, normalised, 1024 dimensions, up to 512 tokens".
+std::string describe(const PretrainedModel& model);
+
 /// The description as a checkpoint stores it, and back (CheckpointError-style messages are the
 /// caller's: `name` names the checkpoint in std::runtime_error messages).
 nlohmann::json to_json(const PretrainedModel& description);

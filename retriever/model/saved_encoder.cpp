@@ -70,7 +70,8 @@ TextEncoder load_run_encoder(const std::string& run, CheckpointInfo* info_out) {
                       info.config.tokenizer.query_max_len,
                       info.config.tokenizer.passage_max_len,
                       normalizes,
-                      std::move(source)};
+                      std::move(source),
+                      std::string()};
   if (info_out) *info_out = std::move(info);
   return encoder;
 }
@@ -88,7 +89,8 @@ TextEncoder load_pretrained_encoder(const PretrainedSource& s) {
                      s.query_max_len > 0 ? s.query_max_len : positions,
                      s.passage_max_len > 0 ? s.passage_max_len : positions,
                      normalizes,
-                     std::move(source)};
+                     std::move(source),
+                     describe(description)};
 }
 
 TextEncoder load_exported_encoder(const std::string& dir, const std::string& side) {
@@ -146,7 +148,7 @@ TextEncoder load_exported_encoder(const std::string& dir, const std::string& sid
   probe_exported(model, tokenizer, dim, file);
   nlohmann::json source = {{"export", fs::absolute(dir).lexically_normal().string()}, {"file", file}};
   if (manifest.contains("source")) source["exported_from"] = manifest["source"];
-  return TextEncoder{std::move(model), std::move(tokenizer), query_len, passage_len, normalize, std::move(source)};
+  return TextEncoder{std::move(model), std::move(tokenizer), query_len, passage_len, normalize, std::move(source), std::string()};
 }
 
 }  // namespace retriever

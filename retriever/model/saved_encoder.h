@@ -24,6 +24,7 @@ struct TextEncoder {
   int64_t query_max_len = 0, passage_max_len = 0;  ///< tokens kept per side
   bool normalize = false;                           ///< whether the vectors are L2-normalised
   nlohmann::json source;                            ///< what it was loaded from (for manifests)
+  std::string description;                          ///< a pretrained model's describe(), for the log; "" otherwise
 
   /// The ids of `text` as a query or a passage: the side's prompt, cut at the side's max_len.
   std::vector<int64_t> tokens(std::string_view text, bool query) const {

@@ -86,6 +86,7 @@ EvalReport evaluate_checkpoint(const EvalSettings& s, const EvalControl& control
   const bool pretrained = !s.pretrained.dir.empty();
   report.checkpoint = pretrained ? s.pretrained.dir : checkpoint_of_run(s.checkpoint);
   TextEncoder encoder = pretrained ? load_pretrained_encoder(s.pretrained) : load_run_encoder(s.checkpoint, &info);
+  if (!encoder.description.empty()) log("pretrained model " + s.pretrained.dir + ": " + encoder.description);
   BiEncoder& model = encoder.model;
   EvalData data;
   if (!s.corpus.empty()) {

@@ -130,8 +130,7 @@ void Run::load_pretrained_model() {
   } else if (config_.encoder.is_pretrained()) {
     pretrained_ = load_pretrained(config_.encoder.pretrained);
     pretrained_description_ = pretrained_->description;
-    log("pretrained model " + config_.encoder.pretrained + ": " + pretrained_->module->transformer().model_type() +
-        ", embeddings of " + std::to_string(pretrained_->module->embedding_dimension()) + " dimensions");
+    log("pretrained model " + config_.encoder.pretrained + ": " + describe(pretrained_->description));
   }
 }
 

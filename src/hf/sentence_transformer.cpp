@@ -59,6 +59,17 @@ PoolingOptions read_pooling(const std::string& dir, const ModuleSpec& spec, cons
   return pooling;
 }
 
+// What AutoTokenizer needs beside tokenizer.json: the class, the pad token and side, the length.
+std::string tokenizer_config_json(const Tokenizer& tokenizer, int64_t max_seq_length) {
+  detail::Json config = {{"tokenizer_class", "PreTrainedTokenizerFast"},
+                         {"padding_side", tokenizer.padding_side() == Side::kLeft ? "left" : "right"},
+                         {"model_max_length", tokenizer.model_max_length().value_or(static_cast<size_t>(max_seq_length))}};
+  if (tokenizer.pad_id() >= 0) {
+    if (const auto token = tokenizer.id_to_token(tokenizer.pad_id())) config["pad_token"] = *token;
+  }
+  return config.dump(2) + "\n";
+}
+
 }  // namespace
 
 SentenceTransformerImpl::SentenceTransformerImpl(std::shared_ptr<TransformerBackbone> transformer,
@@ -178,9 +189,13 @@ void SentenceTransformerImpl::save(const std::string& dir) const {
       if (fs::exists(source)) fs::copy_file(source, staged.path(name), fs::copy_options::overwrite_existing);
     }
   }
-  // A tokenizer read from vocab.txt (or given in code) gets its tokenizer.json too.
+  // A tokenizer read from vocab.txt (or given in code, or kept by a checkpoint) gets its
+  // tokenizer.json too, and the tokenizer_config.json transformers needs to pad with it.
   if (options_.tokenizer() != nullptr && !fs::exists(staged.path("tokenizer.json")))
     gradcache::detail::write_file_atomic(staged.path("tokenizer.json"), options_.tokenizer()->to_json());
+  if (options_.tokenizer() != nullptr && !fs::exists(staged.path("tokenizer_config.json")))
+    gradcache::detail::write_file_atomic(staged.path("tokenizer_config.json"),
+                                         tokenizer_config_json(*options_.tokenizer(), options_.max_seq_length()));
   staged.commit();
 }
 

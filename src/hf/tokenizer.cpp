@@ -87,12 +87,14 @@ std::vector<int64_t> Tokenizer::encode(std::string_view text, size_t max_len, bo
 
 std::vector<std::string> Tokenizer::tokenize(std::string_view text) const {
   std::vector<std::string> pieces;
-  for (const int64_t id : piece_ids(*state_, text)) {
-    const std::string* token = state_->added->id_to_token(id);
-    if (token == nullptr) token = state_->model->id_to_token(id);
-    pieces.push_back(token != nullptr ? *token : std::string());
-  }
+  for (const int64_t id : piece_ids(*state_, text)) pieces.push_back(id_to_token(id).value_or(""));
   return pieces;
+}
+
+std::optional<std::string> Tokenizer::id_to_token(int64_t id) const {
+  const std::string* token = state_->added->id_to_token(id);
+  if (token == nullptr) token = state_->model->id_to_token(id);
+  return token != nullptr ? std::optional<std::string>(*token) : std::nullopt;
 }
 
 std::string Tokenizer::to_json() const { return detail::write_tokenizer_json(*state_); }

@@ -259,15 +259,22 @@ void apply_tokenizer_config(TokenizerState& state, std::string_view config_json,
   // transformers writes int(1e30) (VERY_LARGE_INTEGER) for a model without a limit.
   if (length != config.end() && length->is_number_unsigned() && length->get<uint64_t>() <= UINT32_MAX)
     state.model_max_length = length->get<uint64_t>();
-  // The pad token transformers pads with: a string, or an AddedToken's {"content": ...}. One the
-  // vocabulary does not hold is left to the padding section (transformers would fail on it).
-  const auto pad = config.find("pad_token");
-  const Json* content = pad == config.end() ? nullptr : pad->is_object() && pad->contains("content") ? &pad->at("content") : &*pad;
-  if (content != nullptr && content->is_string()) {
-    const std::string token = content->get<std::string>();
-    std::optional<int64_t> id = state.added->token_to_id(token);
-    if (!id) id = state.model->token_to_id(token);
+  // The pad token transformers pads with (one the vocabulary does not hold is left to the
+  // padding section: transformers would fail on it). Written into the padding section, so that
+  // to_json() keeps it and the side (a checkpoint, an export) and from_json() reads them back.
+  if (const auto pad = special_token(config, "pad_token", source)) {
+    std::optional<int64_t> id = state.added->token_to_id(*pad);
+    if (!id) id = state.model->token_to_id(*pad);
     if (id) state.pad_id = *id;
+  }
+  if (state.pad_id >= 0 && (config.contains("pad_token") || config.contains("padding_side"))) {
+    if (!state.padding.is_object())
+      state.padding = Json{{"strategy", "BatchLongest"}, {"pad_to_multiple_of", nullptr}, {"pad_type_id", 0}};
+    state.padding["direction"] = state.padding_side == Side::kLeft ? "Left" : "Right";
+    state.padding["pad_id"] = state.pad_id;
+    const std::string* token = state.added->id_to_token(state.pad_id);
+    if (token == nullptr) token = state.model->id_to_token(state.pad_id);
+    if (token != nullptr) state.padding["pad_token"] = *token;
   }
 }
 

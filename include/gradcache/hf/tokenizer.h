@@ -80,6 +80,8 @@ class Tokenizer {
   int64_t vocab_size() const;
   /// The id of a token of the vocabulary or of the added tokens, if it has one.
   std::optional<int64_t> token_to_id(std::string_view token) const;
+  /// The token of an id (an added token's content, or the vocabulary's piece), if it has one.
+  std::optional<std::string> id_to_token(int64_t id) const;
   /// The padding id: the tokenizer.json's padding section's, else the id of the pad token
   /// (tokenizer_config.json's pad_token, or "[PAD]"); -1 when there is none.
   int64_t pad_id() const;

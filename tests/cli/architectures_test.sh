@@ -1,0 +1,90 @@
+#!/usr/bin/env bash
+# Every built-in architecture through the program (--model-dir): the sentence-transformers
+# directories of tests/hf/architectures.py (tiny random models made by transformers, with a
+# tokenizer; decoders pad on the left and pool the last token) are trained (cache, dropout on),
+# evaluated, exported and encoded; each export loads in Python's SentenceTransformer and encodes
+# as `gradcache encode` did. One decoder and one encoder also train in the other modes and
+# precisions, untied and on two processes. eval says which architecture, tokenizer and pooling
+# it read. SKIPPED (77) without the references (the hf.architectures fixture) or sentence-transformers.
+# Usage: architectures_test.sh GRADCACHE_BINARY WORK_DIR ARCHITECTURES_DIR
+set -uo pipefail
+source "$(dirname "$0")/cli_common.sh"
+models=$3
+if [ -e "$models/unavailable.txt" ] || [ ! -d "$models/bert/st" ]; then
+  echo "SKIPPED: no architecture references in $models ($(cat "$models/unavailable.txt" 2>/dev/null))"
+  exit 77
+fi
+if ! "$python" -c "import sentence_transformers, numpy" 2>/dev/null; then
+  echo "SKIPPED: $python lacks sentence-transformers or numpy"
+  exit 77
+fi
+export HF_HUB_OFFLINE=1
+
+# A task in the tiny tokenizers' words (w4 .. w95): query "wA wB" -> passage "wB wA wC".
+for i in $(seq 0 47); do
+  printf 'w%d w%d\tw%d w%d w%d\n' $((4 + i)) $((52 + i % 40)) $((52 + i % 40)) $((4 + i)) $((4 + (i * 7) % 90))
+done >"$work/train.tsv"
+awk -F'\t' '{print "d" NR "\t" $2}' "$work/train.tsv" >"$work/corpus.tsv"
+awk -F'\t' '{print "q" NR "\t" $1}' "$work/train.tsv" >"$work/queries.tsv"
+awk '{print "q" NR " 0 d" NR " 1"}' "$work/train.tsv" >"$work/qrels.txt"
+data=(--corpus "$work/corpus.tsv" --queries "$work/queries.tsv" --qrels "$work/qrels.txt")
+eval_data=(--eval-corpus "$work/corpus.tsv" --eval-queries "$work/queries.tsv" --eval-qrels "$work/qrels.txt")
+
+names=()
+for dir in "$models"/*/st; do
+  name=$(basename "$(dirname "$dir")")
+  names+=("$name")
+  train=("$bin" train --model-dir "$dir" --train-file "$work/train.tsv" --batch-size 16 --chunk-size 4 --lr 1e-3)
+  "${train[@]}" --steps 3 "${eval_data[@]}" --output "$work/run_$name" >"$work/$name.out" 2>"$work/$name.err"
+  expect_status 0 $? "train --model-dir ($name)"
+  grep -q "pretrained model $dir: $name, " "$work/$name.err" || fail "train did not describe the $name model"
+  "$bin" export --run "$work/run_$name" --output "$work/st_$name" 2>"$work/export_$name.err"
+  expect_status 0 $? "export ($name)"
+  "$bin" encode --run "$work/run_$name" --corpus "$work/corpus.tsv" --output "$work/emb_$name" 2>"$work/encode_$name.err"
+  expect_status 0 $? "encode --run ($name)"
+done
+[ "${#names[@]}" -ge 7 ] || fail "only ${#names[@]} architectures in $models"
+
+# eval --model-dir names what it read.
+"$bin" eval --model-dir "$models/qwen3/st" "${data[@]}" --eval-bm25 false >"$work/eval.out" 2>"$work/eval.err"
+expect_status 0 $? "eval --model-dir (qwen3)"
+grep -q "pretrained model $models/qwen3/st: qwen3, a WordPiece tokenizer padding on the left, lasttoken pooling, normalised, 32 dimensions" \
+  "$work/eval.err" || fail "eval --model-dir did not describe the model: $(grep 'pretrained model' "$work/eval.err")"
+
+# The other modes and precisions, on a decoder and on an encoder.
+for name in qwen3 xlm-roberta; do
+  for flags in "--mode full" "--mode accumulate --sub-batch-size 4" "--precision bf16" "--untie" "--nproc 2" \
+               "--loss streaming --tile 8"; do
+    tag=$(echo "$name $flags" | tr -c 'a-z0-9\n' '_' | tr -d '\n')
+    # shellcheck disable=SC2086
+    "$bin" train --model-dir "$models/$name/st" --train-file "$work/train.tsv" --batch-size 16 --chunk-size 4 --steps 2 \
+      --eval false $flags --output "$work/m_$tag" >"$work/m_$tag.out" 2>"$work/m_$tag.err"
+    expect_status 0 $? "train --model-dir $name $flags"
+    [ -s "$work/m_$tag/checkpoint.pt" ] || fail "train --model-dir $name $flags wrote no checkpoint"
+  done
+done
+
+# Python: each export loads in SentenceTransformer and encodes the corpus as `gradcache encode` did.
+cat >"$work/check.py" <<'PY'
+import json, sys
+import numpy
+from sentence_transformers import SentenceTransformer
+work, names = sys.argv[1], sys.argv[2:]
+texts = dict(line.rstrip("\n").split("\t", 1) for line in open(f"{work}/corpus.tsv", encoding="utf-8"))
+for name in names:
+    model = SentenceTransformer(f"{work}/st_{name}", device="cpu")
+    manifest = json.load(open(f"{work}/emb_{name}/manifest.json"))
+    worst = 0.0
+    for shard in manifest["shards"]:
+        stored = numpy.load(f"{work}/emb_{name}/{shard['embeddings']}")
+        ids = open(f"{work}/emb_{name}/{shard['ids']}", encoding="utf-8").read().split("\n")[:-1]
+        theirs = model.encode([texts[i] for i in ids], batch_size=7, convert_to_numpy=True)
+        worst = max(worst, float(numpy.abs(theirs - stored).max()))
+    # fp32, 2-3 layers, batches padded otherwise: a few ulps of unit-norm vectors.
+    assert worst <= 2e-6, f"{name}: max difference {worst}"
+    print(f"{name}: the export encodes as gradcache encode (max difference {worst:.2e})")
+PY
+"$python" "$work/check.py" "$work" "${names[@]}" >"$work/python.out" 2>"$work/python.err" ||
+  fail "Python check: $(tail -3 "$work/python.err")"
+cat "$work/python.out"
+echo "architectures: ${names[*]}: train, export, encode = SentenceTransformer.encode; 12 mode/precision runs"
