@@ -114,8 +114,12 @@ def st_child(args):
     from sentence_transformers import SentenceTransformer
     from sentence_transformers.sentence_transformer.losses import (CachedMultipleNegativesRankingLoss,
                                                                    MultipleNegativesRankingLoss)
+    import contextlib
     torch.set_num_threads(args.threads)
     torch.manual_seed(0)
+    # --precision bf16: the forward passes under CPU autocast, as SentenceTransformerTrainer's bf16=True.
+    precision = contextlib.nullcontext if getattr(args, "precision", "fp32") == "fp32" else \
+        (lambda: torch.autocast("cpu", dtype=torch.bfloat16))
     model = SentenceTransformer(args.model, device="cpu")
     model.train()
     if args.loss == "cached":
@@ -143,7 +147,8 @@ def st_child(args):
         t0 = time.perf_counter()
         features = [model.tokenize([q for q, _ in batch]), model.tokenize([p for _, p in batch])]
         t1 = time.perf_counter()
-        loss = loss_fn(features, None)
+        with precision():
+            loss = loss_fn(features, None)
         t2 = time.perf_counter()
         loss.backward()
         t3 = time.perf_counter()
@@ -625,6 +630,7 @@ def main():
         parser.add_argument("--threads", type=int, required=True)
         parser.add_argument("--loss")
         parser.add_argument("--reference-src")
+        parser.add_argument("--precision", default="fp32", choices=["fp32", "bf16"])
         args = parser.parse_args()
         return {"_st": st_child, "_reference": reference_child, "_builtin": builtin_child}[sub](args)
     parser.add_argument("--quick", action="store_true", help="the tiny random BERT, small batches (a smoke test)")

@@ -1,6 +1,7 @@
 // libFuzzer target: the configuration files of a Hugging Face / sentence-transformers model
 // directory. The first input byte picks the reader (modulo 7), the rest is the file:
-// config.json (BertConfig::parse and the architecture registry's lookup), modules.json,
+// config.json (every architecture's config through the registry's count_parameters, and
+// BertConfig's round trip), modules.json,
 // 1_Pooling/config.json, sentence_bert_config.json, config_sentence_transformers.json,
 // 2_Normalize/config.json, tokenizer_config.json's model_max_length. No model is built (a valid
 // config may ask for gigabytes of weights; load_transformer checks that against the weights file).
@@ -13,6 +14,7 @@
 #include <gradcache/hf/bert_config.h>
 #include <gradcache/hf/pooling.h>
 #include <gradcache/hf/sentence_transformer_config.h>
+#include <gradcache/hf/transformer.h>
 
 #include <cstdint>
 #include <string>
@@ -21,7 +23,9 @@ namespace hf = gradcache::hf;
 
 namespace {
 
-void check_bert(const std::string& text) {
+void check_config(const std::string& text) {
+  fuzz::check(hf::count_parameters(text, "config.json") > 0, "a positive parameter count");
+  if (text.find("\"bert\"") == std::string::npos) return;
   const hf::BertConfig config = hf::BertConfig::parse(text, "config.json");
   fuzz::check(config.hidden_size() % config.num_attention_heads() == 0, "heads divide the width");
   fuzz::check(config.parameter_count() > 0, "a positive parameter count");
@@ -40,7 +44,7 @@ void check_pooling(const std::string& text) {
 
 void read(uint8_t choice, const std::string& text) {
   switch (choice % 7) {
-    case 0: check_bert(text); break;
+    case 0: check_config(text); break;
     case 1: {
       const auto modules = hf::parse_modules_json(text, "modules.json");
       fuzz::check(modules.size() == 2 || modules.size() == 3, "two or three modules");

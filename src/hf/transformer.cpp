@@ -115,6 +115,12 @@ std::shared_ptr<TransformerBackbone> build_transformer(const std::string& config
   return find_architecture(config_text, config_file).build(config_text, config_file);
 }
 
+int64_t count_parameters(const std::string& config_text, const std::string& config_file) {
+  const Architecture architecture = find_architecture(config_text, config_file);
+  if (!architecture.count) throw ModelFileError(config_file, "its architecture was registered without a parameter counter");
+  return architecture.count(config_text, config_file);
+}
+
 void load_weights(TransformerBackbone& model, const NamedTensors& checkpoint, const std::string& file) {
   std::map<std::string, const at::Tensor*> by_name;
   for (const auto& [name, tensor] : checkpoint) by_name[name] = &tensor;

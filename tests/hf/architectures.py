@@ -49,6 +49,21 @@ ARCHITECTURES = {
     "qwen2": ("qwen2", dict(DECODER, tie_word_embeddings=True, rope_theta=1000000.0), "Qwen2ForCausalLM", "left"),
     "qwen3": ("qwen3", dict(DECODER, head_dim=16, tie_word_embeddings=True, rope_theta=1000000.0),
               "Qwen3ForCausalLM", "left"),
+    # 3 layers so that there are both kinds: global (0, 2) and local (1), whose window (2 keys
+    # either side) is shorter than the texts.
+    "modernbert": ("modernbert", dict(num_hidden_layers=3, global_attn_every_n_layers=2, local_attention=4,
+                                      attention_dropout=0.1, mlp_dropout=0.1, embedding_dropout=0.1, pad_token_id=0,
+                                      bos_token_id=1, cls_token_id=1, eos_token_id=2, sep_token_id=2),
+                   "ModernBertForMaskedLM", "right"),
+    # No token types; padding index 1 (fixed in MPNetEmbeddings); texts of 13 tokens reach the
+    # logarithmic buckets of the relative-position bias (distances of 8 and more).
+    "mpnet": ("mpnet", dict(hidden_dropout_prob=0.1, attention_probs_dropout_prob=0.1, pad_token_id=1, bos_token_id=0,
+                            eos_token_id=2), "MPNetForMaskedLM", "right"),
+    # BloomConfig reads num_hidden_layers / num_attention_heads as n_layer / n_head; its MLP is
+    # 4 x hidden whatever intermediate_size says, and ALiBi has no position table. Its default
+    # pad id (None; 3 in the released files) would be a real id here.
+    "bloom": ("bloom", dict(hidden_dropout=0.1, attention_dropout=0.1, pad_token_id=0, bos_token_id=1, eos_token_id=2),
+              "BloomForCausalLM", "left"),
 }
 ROWS, COLUMNS = 6, 13
 
@@ -94,17 +109,18 @@ def tokenizer_for(config, side):
     else:
         tokenizer.post_processor = processors.TemplateProcessing(single="$A <sep>", special_tokens=[("<sep>", last)])
     return PreTrainedTokenizerFast(tokenizer_object=tokenizer, pad_token="<pad>", unk_token="<unk>", cls_token="<cls>",
-                                   sep_token="<sep>", eos_token="<sep>", padding_side=side, model_max_length=48)
+                                   sep_token="<sep>", eos_token="<sep>", padding_side=side,
+                                   model_max_length=config.max_position_embeddings)
 
 
-def sentence_transformer(where, config, side, torch, save_file):
+def sentence_transformer(where, config, side, torch, save_file, max_seq_length=48):
     """DIR/<name>/st/: the model as sentence-transformers saves it (its tokenizer; last-token
     pooling for decoders, mean for encoders; Normalize; prompts), and what SentenceTransformer.encode
     gives for TEXTS, plain and with the "query" prompt -> DIR/<name>/st_expected.safetensors."""
     from sentence_transformers import SentenceTransformer, models
 
     tokenizer_for(config, side).save_pretrained(os.path.join(where, "model"))
-    transformer = models.Transformer(os.path.join(where, "model"), max_seq_length=48)
+    transformer = models.Transformer(os.path.join(where, "model"), max_seq_length=max_seq_length)
     pooling = models.Pooling(config.hidden_size, pooling_mode="lasttoken" if side == "left" else "mean")
     st = SentenceTransformer(modules=[transformer, pooling, models.Normalize()], device="cpu", prompts=PROMPTS)
     st.eval()
@@ -134,7 +150,7 @@ def make(out_dir):
         return
     for name, (model_type, fields, head_class, side) in ARCHITECTURES.items():
         torch.manual_seed(1000 + len(name))
-        config = transformers.AutoConfig.for_model(model_type, **COMMON, **fields)
+        config = transformers.AutoConfig.for_model(model_type, **{**COMMON, **fields})  # fields override COMMON
         model = transformers.AutoModel.from_config(config).eval()
         where = os.path.join(out_dir, name)
         shutil.rmtree(where, ignore_errors=True)

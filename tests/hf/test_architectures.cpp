@@ -15,6 +15,9 @@
 
 #include <gradcache/gradcache.h>
 
+#include "hf/models/modernbert.h"
+#include "hf/models/mpnet.h"
+
 #include <algorithm>
 
 namespace hf = gradcache::hf;
@@ -24,7 +27,8 @@ namespace {
 
 constexpr double kTolerance = 2e-6;
 constexpr double kCacheTolerance = 1e-5;
-const std::vector<std::string> kArchitectures = {"bert", "roberta", "xlm-roberta", "llama", "mistral", "qwen2", "qwen3"};
+const std::vector<std::string> kArchitectures = {"bert",    "roberta", "xlm-roberta", "llama",
+                                                 "mistral", "qwen2",   "qwen3",       "modernbert", "mpnet", "bloom"};
 
 std::string architectures_dir() {
   const char* env = std::getenv("GRADCACHE_ARCHITECTURES_DIR");
@@ -199,4 +203,113 @@ TEST(Architectures, RegistryListsEveryArchitecture) {
   const std::string message = hftest::model_file_error([] { hf::build_transformer("{\"model_type\":\"gpt2\"}", "c/config.json"); });
   EXPECT_NE(message.find("c/config.json: model_type \"gpt2\" is not supported (supported: bert, "), std::string::npos) << message;
   for (const auto& name : kArchitectures) EXPECT_NE(message.find(name), std::string::npos) << message;
+}
+
+namespace {
+
+// The ModelFileError of building `config` (an "mpnet" or "bloom" config.json) as c/config.json.
+std::string config_error(const nlohmann::json& config) {
+  return hftest::model_file_error([&] { hf::build_transformer(config.dump(), "c/config.json"); });
+}
+
+int64_t weights_of(hf::TransformerBackbone& model) {
+  int64_t count = 0;
+  for (const auto& item : model.named_parameters()) count += item.value().numel();
+  return count;
+}
+
+}  // namespace
+
+TEST(MPNetConfig, RefusesBadFieldsNamingThem) {
+  const nlohmann::json tiny = {{"model_type", "mpnet"}, {"vocab_size", 50}, {"hidden_size", 8}, {"num_hidden_layers", 1},
+                               {"num_attention_heads", 2}, {"intermediate_size", 10}, {"max_position_embeddings", 16}};
+  const std::vector<std::pair<nlohmann::json, std::string>> cases = {
+      {{{"hidden_size", 10}, {"num_attention_heads", 4}}, "hidden_size 10 is not a multiple of num_attention_heads 4"},
+      {{{"vocab_size", int64_t{1} << 40}}, "vocab_size"},
+      {{{"num_hidden_layers", "12"}}, "num_hidden_layers"},
+      {{{"layer_norm_eps", 0}}, "layer_norm_eps"},
+      {{{"hidden_act", "mish"}}, "hidden_act"},
+      {{{"relative_attention_num_buckets", 16}}, "relative_attention_num_buckets 16 is below the 32 buckets"},
+      {{{"max_position_embeddings", 2}}, "max_position_embeddings 2 leaves no position"},
+      {{{"pad_token_id", 50}}, "pad_token_id 50 is outside the vocabulary"},
+  };
+  for (const auto& [change, expected] : cases) {
+    nlohmann::json config = tiny;
+    config.update(change);
+    const std::string message = config_error(config);
+    EXPECT_NE(message.find("c/config.json"), std::string::npos) << message;
+    EXPECT_NE(message.find(expected), std::string::npos) << change.dump() << ": " << message;
+  }
+}
+
+TEST(MPNetConfig, CountsEveryWeightAndPositionsAfterPadding) {
+  const std::string text = R"({"model_type": "mpnet", "vocab_size": 50, "hidden_size": 8, "num_hidden_layers": 2,
+                               "num_attention_heads": 2, "intermediate_size": 10, "max_position_embeddings": 16,
+                               "relative_attention_num_buckets": 40})";
+  auto model = hf::build_transformer(text, "c/config.json");
+  EXPECT_EQ(weights_of(*model), hf::MPNetConfig::parse(text, "c/config.json").parameter_count(/*with_pooler=*/true));
+  EXPECT_EQ(model->max_tokens(), 14);  // positions 2 .. 15
+  EXPECT_EQ(model->checkpoint_prefix(), "mpnet.");
+}
+
+TEST(ModernBertConfig, RefusesBadFieldsNamingThem) {
+  const nlohmann::json tiny = {{"model_type", "modernbert"}, {"vocab_size", 50}, {"hidden_size", 8},
+                               {"num_hidden_layers", 2},     {"num_attention_heads", 2}, {"intermediate_size", 10},
+                               {"max_position_embeddings", 16}, {"pad_token_id", 0}};
+  const nlohmann::json yarn = {{"full_attention", {{"rope_type", "yarn"}, {"factor", 2.0}}}};
+  const std::vector<std::pair<nlohmann::json, std::string>> cases = {
+      {{{"hidden_size", 10}, {"num_attention_heads", 4}}, "hidden_size 10 is not a multiple of num_attention_heads 4"},
+      {{{"hidden_size", 6}}, "the head size 3 is odd"},
+      {{{"vocab_size", int64_t{1} << 40}}, "vocab_size"},
+      {{{"num_hidden_layers", "12"}}, "num_hidden_layers"},
+      {{{"intermediate_size", 0}}, "intermediate_size"},
+      {{{"local_attention", 1}}, "local_attention"},
+      {{{"global_attn_every_n_layers", 0}}, "global_attn_every_n_layers"},
+      {{{"layer_types", {"full_attention"}}}, "\"layer_types\" lists 1 layers, but num_hidden_layers is 2"},
+      {{{"layer_types", {"full_attention", "chunked_attention"}}}, "\"chunked_attention\""},
+      {{{"layer_types", "full_attention"}}, "\"layer_types\" must be a list"},
+      {{{"rope_parameters", yarn}}, "rope_type \"yarn\""},
+      {{{"global_rope_theta", 0}}, "global_rope_theta"},
+      {{{"hidden_activation", "mish"}}, "hidden_activation"},
+      {{{"norm_eps", 0}}, "norm_eps"},
+      {{{"attention_dropout", 1}}, "attention_dropout"},
+      {{{"norm_bias", "yes"}}, "norm_bias"},
+      {{{"pad_token_id", 50}}, "pad_token_id 50 is outside the vocabulary"},
+      {{{"head_dim", 8}}, "head_dim 8 differs from hidden_size / num_attention_heads (4)"},
+  };
+  for (const auto& [change, expected] : cases) {
+    nlohmann::json config = tiny;
+    config.update(change);
+    const std::string message = config_error(config);
+    EXPECT_NE(message.find("c/config.json"), std::string::npos) << message;
+    EXPECT_NE(message.find(expected), std::string::npos) << change.dump() << ": " << message;
+  }
+}
+
+TEST(ModernBertConfig, CountsEveryWeightAndReadsBothSpellings) {
+  // Every bias on, and the spelling of checkpoints made before transformers 5 (the layer kinds
+  // from global_attn_every_n_layers, the rotary bases as global / local_rope_theta).
+  const std::string text = R"({"model_type": "modernbert", "vocab_size": 50, "hidden_size": 8, "num_hidden_layers": 4,
+                               "num_attention_heads": 2, "intermediate_size": 10, "max_position_embeddings": 16,
+                               "pad_token_id": 0, "norm_bias": true, "attention_bias": true, "mlp_bias": true,
+                               "global_attn_every_n_layers": 2, "global_rope_theta": 1000.0, "local_rope_theta": 30.0})";
+  auto model = hf::build_transformer(text, "c/config.json");
+  const auto config = hf::ModernBertConfig::parse(text, "c/config.json");
+  EXPECT_EQ(weights_of(*model), config.parameter_count());
+  const std::string plain = R"({"model_type": "modernbert", "vocab_size": 50, "hidden_size": 8, "num_hidden_layers": 3,
+                                "num_attention_heads": 2, "intermediate_size": 10, "pad_token_id": 0})";
+  EXPECT_EQ(weights_of(*hf::build_transformer(plain, "c")), hf::ModernBertConfig::parse(plain, "c").parameter_count());
+  EXPECT_EQ(model->max_tokens(), 16);
+  EXPECT_EQ(model->checkpoint_prefix(), "model.");
+  EXPECT_EQ(config.global_rope_theta(), 1000.0);
+  EXPECT_EQ(config.local_rope_theta(), 30.0);
+  const auto saved = nlohmann::json::parse(model->config_json());
+  EXPECT_EQ(saved.at("layer_types"),
+            nlohmann::json({"full_attention", "sliding_attention", "full_attention", "sliding_attention"}));
+  EXPECT_EQ(saved.at("rope_parameters").at("sliding_attention").at("rope_theta"), 30.0);
+  // transformers 5's rope_parameters win over the old thetas.
+  auto newer = nlohmann::json::parse(text);
+  newer["rope_parameters"] = {{"full_attention", {{"rope_type", "default"}, {"rope_theta", 5000.0}}}};
+  EXPECT_EQ(hf::ModernBertConfig::parse(newer.dump(), "c").global_rope_theta(), 5000.0);
+  EXPECT_EQ(hf::ModernBertConfig::parse(newer.dump(), "c").local_rope_theta(), 30.0);
 }

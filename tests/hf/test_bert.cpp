@@ -224,6 +224,37 @@ TEST(Bert, AttentionByDefinitionEqualsTheFusedKernel) {
   EXPECT_TRUE(torch::equal(first, hf::detail::attention(q, k, v, key_mask, 0.3)));
 }
 
+TEST(Bert, AttentionPatternsByDefinitionEqualTheFusedKernel) {
+  // The decoders' and ModernBERT's patterns on both paths (1.13 has only the definition, and no
+  // transformers to compare with): causal order over left padding, a sliding window, a
+  // symmetric window, grouped key-value heads (8 query heads sharing 2) and an additive bias.
+  torch::manual_seed(4);
+  const auto options = torch::TensorOptions().dtype(torch::kDouble);
+  const auto q = torch::randn({3, 8, 12, 8}, options), k = torch::randn({3, 2, 12, 8}, options),
+             v = torch::randn({3, 2, 12, 8}, options), bias = torch::randn({1, 8, 12, 12}, options);
+  const auto lengths = torch::tensor({12, 5, 1});
+  const auto real = torch::arange(12).unsqueeze(0) >= (12 - lengths).unsqueeze(1);  // left padding
+  std::vector<hf::detail::AttentionPattern> patterns(3);
+  patterns[0].causal = true;
+  patterns[1].causal = true;
+  patterns[1].window_left = 3;
+  patterns[2].window_left = patterns[2].window_right = 2;
+  for (const auto& pattern : patterns) {
+    const auto mask = hf::detail::attention_mask(real, pattern);
+    for (const torch::Tensor& extra : {torch::Tensor(), bias}) {
+      const auto fused = hf::detail::attention(q, k, v, mask, 0.0, extra);
+      const auto defined = hf::detail::attention_by_definition(q, k, v, mask, 0.0, extra);
+      EXPECT_FALSE(fused.isnan().any().item<bool>());  // a padding query sees itself at least
+      EXPECT_LT(hftest::max_abs_diff(fused, defined), 1e-13) << pattern.causal << pattern.window_left;
+    }
+  }
+  // The causal mask: a query never sees a later key, nor padding.
+  const auto mask = hf::detail::attention_mask(real, patterns[0]);
+  EXPECT_FALSE(mask[0][0][3][4].item<bool>());
+  EXPECT_TRUE(mask[0][0][4][3].item<bool>());
+  EXPECT_FALSE(mask[1][0][10][2].item<bool>());
+}
+
 TEST(Bert, Bf16AutocastRuns) {
   // Under CPU autocast (GradCacheOptions().precision(bf16) scopes each model call so) the
   // projections run in bf16 and LayerNorm in fp32. Each linear rounds its inputs and weights to

@@ -88,6 +88,12 @@ std::vector<std::string> supported_model_types();
 /// `config_file` when model_type is missing or not supported (the message lists what is).
 std::shared_ptr<TransformerBackbone> build_transformer(const std::string& config_text, const std::string& config_file);
 
+/// The weights (numbers) of the architecture config.json describes, parsing and validating it
+/// without building anything (the counter load_transformer compares with the weights file).
+/// ModelFileError naming `config_file` for a bad config, or an architecture registered without
+/// a counter.
+int64_t count_parameters(const std::string& config_text, const std::string& config_file);
+
 /// Copies `checkpoint`'s tensors into `model`'s parameters, name for name (with or without the
 /// checkpoint_prefix()), converting floating dtypes (F16/BF16 files load into fp32 parameters).
 /// A parameter the checkpoint lacks, or a tensor whose shape disagrees with the config, is a

@@ -13,6 +13,7 @@ namespace hf {
 namespace detail {
 namespace {
 
+#if GRADCACHE_HAS_SDPA
 // The mask and the bias as one additive float tensor (SDPA takes one of the two): 0 where
 // allowed, -inf where hidden, plus the bias.
 at::Tensor additive(const at::Tensor& mask, const at::Tensor& bias, const at::Tensor& like) {
@@ -20,6 +21,7 @@ at::Tensor additive(const at::Tensor& mask, const at::Tensor& bias, const at::Te
   if (!mask.defined()) return summed;
   return summed.masked_fill(mask.logical_not(), -std::numeric_limits<double>::infinity());
 }
+#endif
 
 }  // namespace
 

@@ -2,7 +2,10 @@
 
 #include <gradcache/hf/bert.h>
 
+#include "hf/models/bloom.h"
 #include "hf/models/llama.h"
+#include "hf/models/modernbert.h"
+#include "hf/models/mpnet.h"
 
 namespace gradcache {
 namespace hf {
@@ -17,6 +20,9 @@ std::map<std::string, Architecture> builtin_architectures() {
       {"mistral", {&build_llama, &count_llama_parameters}},
       {"qwen2", {&build_llama, &count_llama_parameters}},
       {"qwen3", {&build_llama, &count_llama_parameters}},
+      {"modernbert", {&build_modernbert, &count_modernbert_parameters}},
+      {"mpnet", {&build_mpnet, &count_mpnet_parameters}},
+      {"bloom", {&build_bloom, &count_bloom_parameters}},
   };
 }
 
