@@ -15,6 +15,7 @@
 
 #include <gradcache/gradcache.h>
 
+#include "hf/models/bloom.h"
 #include "hf/models/modernbert.h"
 #include "hf/models/mpnet.h"
 
@@ -207,9 +208,20 @@ TEST(Architectures, RegistryListsEveryArchitecture) {
 
 namespace {
 
-// The ModelFileError of building `config` (an "mpnet" or "bloom" config.json) as c/config.json.
+// The ModelFileError of building `config` (a config.json of any architecture) as c/config.json.
 std::string config_error(const nlohmann::json& config) {
   return hftest::model_file_error([&] { hf::build_transformer(config.dump(), "c/config.json"); });
+}
+
+// Each change made to `tiny` is refused naming c/config.json and saying what `expected` says.
+void expect_refusals(const nlohmann::json& tiny, const std::vector<std::pair<nlohmann::json, std::string>>& cases) {
+  for (const auto& [change, expected] : cases) {
+    nlohmann::json config = tiny;
+    config.update(change);
+    const std::string message = config_error(config);
+    EXPECT_NE(message.find("c/config.json"), std::string::npos) << message;
+    EXPECT_NE(message.find(expected), std::string::npos) << change.dump() << ": " << message;
+  }
 }
 
 int64_t weights_of(hf::TransformerBackbone& model) {
@@ -233,13 +245,7 @@ TEST(MPNetConfig, RefusesBadFieldsNamingThem) {
       {{{"max_position_embeddings", 2}}, "max_position_embeddings 2 leaves no position"},
       {{{"pad_token_id", 50}}, "pad_token_id 50 is outside the vocabulary"},
   };
-  for (const auto& [change, expected] : cases) {
-    nlohmann::json config = tiny;
-    config.update(change);
-    const std::string message = config_error(config);
-    EXPECT_NE(message.find("c/config.json"), std::string::npos) << message;
-    EXPECT_NE(message.find(expected), std::string::npos) << change.dump() << ": " << message;
-  }
+  expect_refusals(tiny, cases);
 }
 
 TEST(MPNetConfig, CountsEveryWeightAndPositionsAfterPadding) {
@@ -277,13 +283,7 @@ TEST(ModernBertConfig, RefusesBadFieldsNamingThem) {
       {{{"pad_token_id", 50}}, "pad_token_id 50 is outside the vocabulary"},
       {{{"head_dim", 8}}, "head_dim 8 differs from hidden_size / num_attention_heads (4)"},
   };
-  for (const auto& [change, expected] : cases) {
-    nlohmann::json config = tiny;
-    config.update(change);
-    const std::string message = config_error(config);
-    EXPECT_NE(message.find("c/config.json"), std::string::npos) << message;
-    EXPECT_NE(message.find(expected), std::string::npos) << change.dump() << ": " << message;
-  }
+  expect_refusals(tiny, cases);
 }
 
 TEST(ModernBertConfig, CountsEveryWeightAndReadsBothSpellings) {
@@ -312,4 +312,38 @@ TEST(ModernBertConfig, CountsEveryWeightAndReadsBothSpellings) {
   newer["rope_parameters"] = {{"full_attention", {{"rope_type", "default"}, {"rope_theta", 5000.0}}}};
   EXPECT_EQ(hf::ModernBertConfig::parse(newer.dump(), "c").global_rope_theta(), 5000.0);
   EXPECT_EQ(hf::ModernBertConfig::parse(newer.dump(), "c").local_rope_theta(), 30.0);
+}
+
+TEST(BloomConfig, RefusesBadFieldsNamingThem) {
+  const nlohmann::json tiny = {{"model_type", "bloom"}, {"vocab_size", 50}, {"hidden_size", 8}, {"n_layer", 1},
+                               {"n_head", 2}, {"pad_token_id", 0}};
+  const std::vector<std::pair<nlohmann::json, std::string>> cases = {
+      {{{"hidden_size", 10}, {"n_head", 4}}, "hidden_size 10 is not a multiple of n_head 4"},
+      {{{"n_embed", 16}}, "\"hidden_size\" and \"n_embed\" (the same field) disagree"},
+      {{{"num_attention_heads", 0}}, "num_attention_heads"},
+      {{{"vocab_size", int64_t{1} << 40}}, "vocab_size"},
+      {{{"n_layer", "12"}}, "n_layer"},
+      {{{"layer_norm_epsilon", 0}}, "layer_norm_epsilon"},
+      {{{"hidden_dropout", 1}}, "hidden_dropout"},
+      {{{"pad_token_id", 50}}, "pad_token_id 50 is outside the vocabulary"},
+      {{{"slow_but_exact", true}, {"pretraining_tp", 4}}, "slow_but_exact with pretraining_tp 4"},
+  };
+  expect_refusals(tiny, cases);
+}
+
+TEST(BloomConfig, ReadsEitherSpellingAndCountsEveryWeight) {
+  // n_embed / num_hidden_layers / num_attention_heads, as BloomConfig's attribute_map accepts;
+  // written back under the struct's own names only.
+  const std::string text = R"({"model_type": "bloom", "vocab_size": 50, "n_embed": 8, "num_hidden_layers": 3,
+                               "num_attention_heads": 2})";
+  const auto config = hf::BloomConfig::parse(text, "c/config.json");
+  EXPECT_EQ(config.hidden_size(), 8);
+  EXPECT_EQ(config.n_layer(), 3);
+  EXPECT_EQ(config.n_head(), 2);
+  const auto written = nlohmann::json::parse(config.to_json());
+  EXPECT_FALSE(written.contains("n_embed") || written.contains("num_hidden_layers"));
+  EXPECT_EQ(written.at("hidden_size"), 8);
+  auto model = hf::build_transformer(text, "c/config.json");
+  EXPECT_EQ(weights_of(*model), config.parameter_count());
+  EXPECT_EQ(model->checkpoint_prefix(), "transformer.");
 }
