@@ -3,7 +3,8 @@
 // config.json (every architecture's config through the registry's count_parameters, and
 // BertConfig's round trip), modules.json,
 // 1_Pooling/config.json, sentence_bert_config.json, config_sentence_transformers.json,
-// 2_Normalize/config.json, tokenizer_config.json's model_max_length. No model is built (a valid
+// 2_Normalize/config.json (or, when the first byte / 7 is odd, a Dense module's config.json),
+// tokenizer_config.json's model_max_length. No model is built (a valid
 // config may ask for gigabytes of weights; load_transformer checks that against the weights file).
 // The contract checked on every input, besides no crash, hang or leak:
 // - the only exception is ModelFileError, with a valid UTF-8 message naming the file;
@@ -12,6 +13,7 @@
 #include "fuzz_common.h"
 
 #include <gradcache/hf/bert_config.h>
+#include <gradcache/hf/dense.h>
 #include <gradcache/hf/pooling.h>
 #include <gradcache/hf/sentence_transformer_config.h>
 #include <gradcache/hf/transformer.h>
@@ -42,12 +44,19 @@ void check_pooling(const std::string& text) {
               "pooling config round trip");
 }
 
+void check_dense(const std::string& text) {
+  const hf::DenseOptions options = hf::parse_dense_config(text, "2_Dense/config.json");
+  fuzz::check(options.in_features() > 0 && options.out_features() > 0, "a Dense module of positive sizes");
+  const std::string json = hf::dense_config_json(options);
+  fuzz::check(hf::dense_config_json(hf::parse_dense_config(json, "again")) == json, "Dense config round trip", json);
+}
+
 void read(uint8_t choice, const std::string& text) {
   switch (choice % 7) {
     case 0: check_config(text); break;
     case 1: {
       const auto modules = hf::parse_modules_json(text, "modules.json");
-      fuzz::check(modules.size() == 2 || modules.size() == 3, "two or three modules");
+      fuzz::check(modules.size() >= 2 && modules.size() <= 3 + hf::kMaxDenseModules, "two to eleven modules");
       break;
     }
     case 2: check_pooling(text); break;
@@ -62,7 +71,13 @@ void read(uint8_t choice, const std::string& text) {
                   "the default prompt exists");
       break;
     }
-    case 5: hf::check_normalize_config(text, "2_Normalize/config.json"); break;
+    case 5:
+      if ((choice / 7) % 2 == 0) {
+        hf::check_normalize_config(text, "2_Normalize/config.json");
+      } else {
+        check_dense(text);
+      }
+      break;
     default: {
       const auto length = hf::tokenizer_max_length(text, "tokenizer_config.json");
       fuzz::check(!length || *length > 0, "a positive model_max_length");

@@ -23,6 +23,10 @@ void add_pretrained_source_settings(SettingsTable<Config>& t) {
                 "With --model-dir: text put before each passage (default: the model's \"document\" prompt)"));
   t.add(setting("model_prompts", &P::model_prompts, "--model-prompts",
                 "With --model-dir: use the model's own prompts when none is given (false: none)"));
+  t.add(setting("specb", &P::specb, "--specb",
+                "With --model-dir: SGPT's bracket markers, each query's tokens between \"[\" and \"]\" and each "
+                "passage's between \"{\" and \"}\" (as the model was trained with them)")
+            .as_switch());
   t.add(setting("query_max_len", &P::query_max_len, "--query-max-len",
                 "With --model-dir: query tokens kept (0: the model's max_seq_length)")
             .checked(at_least(0)));
@@ -31,9 +35,9 @@ void add_pretrained_source_settings(SettingsTable<Config>& t) {
             .checked(at_least(0)));
   t.add_check([](const Config& c) {
     const P& p = c.pretrained;
-    const bool tuned = !p.query_prompt.empty() || !p.passage_prompt.empty() || !p.model_prompts ||
+    const bool tuned = !p.query_prompt.empty() || !p.passage_prompt.empty() || !p.model_prompts || p.specb ||
                        p.query_max_len > 0 || p.passage_max_len > 0;
-    return tuned && p.dir.empty() ? "--query-prompt, --passage-prompt, --model-prompts, --query-max-len and "
+    return tuned && p.dir.empty() ? "--query-prompt, --passage-prompt, --model-prompts, --specb, --query-max-len and "
                                     "--passage-max-len go with --model-dir (a run keeps its own)"
                                   : "";
   });

@@ -57,6 +57,11 @@ void add_prompt_settings(Table& t, const char* group) {
                      "Use a --model-dir model's own query and document prompts when no --query-prompt or "
                      "--passage-prompt is given (false: none)")
             .in_group(group));
+  t.add(nested_field("specb", &TrainConfig::encoder, &EncoderSettings::specb, "--specb",
+                     "SGPT's bracket markers (with --model-dir): each query's tokens between \"[\" and \"]\", each "
+                     "passage's between \"{\" and \"}\", so that one encoder tells the sides apart")
+            .in_group(group)
+            .as_switch());
 }
 
 void add_model_settings(Table& t) {
@@ -274,6 +279,12 @@ void add_cross_checks(Table& t) {
     return given.empty() ? std::string()
                          : given + ": these shape the built-in encoder; a --model-dir model's config.json, pooling and "
                                    "Normalize module set its own (drop them)";
+  });
+  t.add_check([](const TrainConfig& c) {
+    return !c.encoder.specb || c.encoder.is_pretrained()
+               ? ""
+               : "--specb marks the sides with a --model-dir model's bracket tokens; the built-in and TorchScript "
+                 "encoders' sentencepiece tokenizer has none (give --model-dir, or drop --specb)";
   });
   t.add_check([](const TrainConfig& c) {
     return c.training.epochs > 0 || c.training.steps > 0 ? "" : "--epochs or --steps must be positive";

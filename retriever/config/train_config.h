@@ -70,7 +70,8 @@ struct EncoderSettings {
   bool untie = false;
   std::string query_prompt, passage_prompt;  ///< text before each query / passage; "" = the model's (if any)
   bool model_prompts = true;                 ///< use a pretrained model's "query" / "document" prompts
-  PromptSettings prompts() const { return {query_prompt, passage_prompt, model_prompts}; }
+  bool specb = false;                        ///< SGPT's bracket markers around queries and passages
+  PromptSettings prompts() const { return {query_prompt, passage_prompt, model_prompts, specb}; }
   /// Which encoder the settings describe.
   bool is_pretrained() const { return !pretrained.empty(); }
   bool is_builtin() const { return pretrained.empty() && torchscript.empty(); }

@@ -38,6 +38,13 @@ std::string model_prompt(const PretrainedModel* model, std::initializer_list<con
   return "";
 }
 
+// Each Dense module's config.json text.
+nlohmann::json dense_json(const std::vector<hf::DenseOptions>& dense) {
+  auto configs = nlohmann::json::array();
+  for (const auto& options : dense) configs.push_back(hf::dense_config_json(options));
+  return configs;
+}
+
 }  // namespace
 
 std::string describe(const PretrainedModel& model) {
@@ -54,8 +61,10 @@ std::string describe(const PretrainedModel& model) {
   }
   std::string modes;
   for (const auto mode : o.pooling().modes()) modes += (modes.empty() ? "" : "+") + hf::pooling_mode_name(mode);
-  out += ", " + modes + " pooling" + (o.normalize() ? ", normalised" : "") + ", " +
-         std::to_string(hf::pooled_dimension(o.pooling())) + " dimensions, up to " + std::to_string(o.max_seq_length()) +
+  out += ", " + modes + " pooling";
+  if (!o.dense().empty()) out += ", " + std::to_string(o.dense().size()) + " Dense";
+  const int64_t dimensions = o.dense().empty() ? hf::pooled_dimension(o.pooling()) : o.dense().back().out_features();
+  out += std::string(o.normalize() ? ", normalised" : "") + ", " + std::to_string(dimensions) + " dimensions, up to " + std::to_string(o.max_seq_length()) +
          " tokens";
   return out;
 }
@@ -89,6 +98,7 @@ Prompts resolve_prompts(const PromptSettings& settings, const PretrainedModel* m
   }
   if (!settings.query.empty()) prompts.query = settings.query;
   if (!settings.passage.empty()) prompts.passage = settings.passage;
+  prompts.brackets = settings.brackets;
   return prompts;
 }
 
@@ -97,6 +107,7 @@ nlohmann::json to_json(const PretrainedModel& d) {
   return {{"source", d.source},
           {"config", d.config_json},
           {"pooling", hf::pooling_config_json(o.pooling())},
+          {"dense", dense_json(o.dense())},
           {"normalize", o.normalize()},
           {"max_seq_length", o.max_seq_length()},
           {"do_lower_case", o.do_lower_case()},
@@ -112,6 +123,9 @@ PretrainedModel pretrained_from_json(const nlohmann::json& j, const std::string&
     const std::string what = name + " (the pretrained model of " + d.source + ")";
     auto& o = d.options;
     o.pooling(hf::parse_pooling_config(j.at("pooling").get<std::string>(), what));
+    if (j.contains("dense")) {  // checkpoints before Dense modules were read have none
+      for (const auto& config : j.at("dense")) o.dense().push_back(hf::parse_dense_config(config.get<std::string>(), what));
+    }
     o.normalize(j.at("normalize").get<bool>());
     o.max_seq_length(j.at("max_seq_length").get<int64_t>());
     o.do_lower_case(j.at("do_lower_case").get<bool>());

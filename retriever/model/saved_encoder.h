@@ -39,8 +39,9 @@ struct PretrainedSource {
   std::string dir;  ///< "" = none
   std::string query_prompt, passage_prompt;
   bool model_prompts = true;
+  bool specb = false;                               ///< SGPT's bracket markers
   int64_t query_max_len = 0, passage_max_len = 0;  ///< tokens kept; 0: the model's max_seq_length
-  PromptSettings prompts() const { return {query_prompt, passage_prompt, model_prompts}; }
+  PromptSettings prompts() const { return {query_prompt, passage_prompt, model_prompts, specb}; }
 };
 
 /// The checkpoint file of `run`: `run` itself, or run/checkpoint.pt when it is a directory.

@@ -435,21 +435,7 @@ Tokenizer Tokenizer::huggingface(std::shared_ptr<const hf::Tokenizer> tokenizer,
   return t;
 }
 
-Tokenizer Tokenizer::with_prompts(Prompts prompts) const {
-  Tokenizer t = *this;
-  t.prompts_ = std::move(prompts);
-  return t;
-}
-
 std::string Tokenizer::serialized() const { return hf_ ? hf_->to_json() : model_->serialized(); }
-
-std::vector<int64_t> Tokenizer::encode_query(std::string_view text, size_t max_len) const {
-  return prompts_.query.empty() ? encode(text, max_len) : encode(prompts_.query + std::string(text), max_len);
-}
-
-std::vector<int64_t> Tokenizer::encode_passage(std::string_view text, size_t max_len) const {
-  return prompts_.passage.empty() ? encode(text, max_len) : encode(prompts_.passage + std::string(text), max_len);
-}
 
 std::vector<int64_t> Tokenizer::encode(std::string_view text, size_t max_len) const {
   if (hf_) {  // the special tokens always stay: at least them and one piece

@@ -37,9 +37,12 @@ struct TokenizerTrainOptions {
 };
 
 /// The text put before every query and every passage before tokenizing (sentence-transformers'
-/// prompts, e.g. e5's "query: " and "passage: "); "" for none.
+/// prompts, e.g. e5's "query: " and "passage: "); "" for none. And SGPT's bracket markers
+/// (its --specb): each query's ids between the ids of "[" and "]", each passage's between
+/// those of "{" and "}", so that one decoder tells the sides apart.
 struct Prompts {
   std::string query, passage;
+  bool brackets = false;
 };
 
 /// How a run chooses its prompts (--query-prompt, --passage-prompt, --model-prompts): resolved
@@ -47,6 +50,7 @@ struct Prompts {
 struct PromptSettings {
   std::string query, passage;  ///< the texts; "" = not given
   bool from_model = true;      ///< else a pretrained model's prompts named "query" and "document"
+  bool brackets = false;       ///< SGPT's bracket markers (--specb)
 };
 
 /// What a tokenizer is.
@@ -89,6 +93,8 @@ class Tokenizer {
   static Tokenizer huggingface(std::shared_ptr<const hf::Tokenizer> tokenizer, bool lower_case,
                                size_t max_seq_length);
   /// The same tokenizer, putting `prompts` before the texts of encode_query and encode_passage.
+  /// Brackets need a Hugging Face tokenizer that has a token for each of "[", "]", "{" and "}",
+  /// and room for two more ids: std::invalid_argument otherwise.
   Tokenizer with_prompts(Prompts prompts) const;
 
   TokenizerKind kind() const { return hf_ ? TokenizerKind::HuggingFace : TokenizerKind::SentencePiece; }
@@ -106,7 +112,10 @@ class Tokenizer {
   /// Hugging Face: the ids of `tokenizers` ([CLS] pieces [SEP]), cut as its truncation does
   /// (the special tokens stay); max_len 1 is 2 (a text keeps its special tokens).
   std::vector<int64_t> encode(std::string_view text, size_t max_len = 0) const;
-  /// encode() of the query prompt and `text`, or of the passage prompt and `text`.
+  /// encode() of the query prompt and `text`, or of the passage prompt and `text`. With
+  /// brackets, as SGPT's README tokenizes: the ids of encode() (the tokenizer's own special
+  /// tokens kept), the side's opening bracket inserted first and its closing one appended; the
+  /// text is cut two ids shorter, so that the whole still fits max_len.
   std::vector<int64_t> encode_query(std::string_view text, size_t max_len = 0) const;
   std::vector<int64_t> encode_passage(std::string_view text, size_t max_len = 0) const;
   /// The (normalised, i.e. lower-cased) text of `ids`; padding ids are skipped. For debugging and
@@ -127,6 +136,12 @@ class Tokenizer {
   bool lower_case_ = false;                       //   sentence-transformers' do_lower_case
   size_t max_seq_length_ = 0;                     //   and the model's positions
   Prompts prompts_;
+  // With prompts_.brackets: the ids of "[", "]", "{" and "}".
+  int64_t query_open_ = 0, query_close_ = 0, passage_open_ = 0, passage_close_ = 0;
+
+  // encode() of `prompt` and `text`, between `open` and `close` when brackets are on.
+  std::vector<int64_t> encode_side(std::string_view text, size_t max_len, const std::string& prompt, int64_t open,
+                                   int64_t close) const;
 };
 
 }  // namespace gradcache::retriever

@@ -157,9 +157,15 @@ nlohmann::json export_sentence_transformer(const ExportSettings& s, const Checkp
     throw std::invalid_argument("--dim with --format sentence-transformers: load the export with "
                                 "SentenceTransformer(dir, truncate_dim=" + std::to_string(s.dim) + ") instead");
   }
+  const Prompts prompts = tokenizer_of(info).prompts();
+  if (prompts.brackets) {  // the directory would load, and embed every text without its brackets
+    throw std::invalid_argument("--format sentence-transformers: run " + s.run +
+                                " trained with --specb (SGPT's bracket markers), which a sentence-transformers "
+                                "directory cannot express: SentenceTransformer.encode would embed texts without "
+                                "them. Use the run itself: gradcache encode / eval / mine --run " + s.run);
+  }
   StagedDirectory out(s.output, "modules.json", s.overwrite);
   hf::SentenceTransformer module = model.pretrained_encoders()[s.side == "passage" && !model.tied() ? 1 : 0];
-  const Prompts prompts = tokenizer_of(info).prompts();
   if (!prompts.query.empty()) module->set_prompt("query", prompts.query);
   if (!prompts.passage.empty()) module->set_prompt("document", prompts.passage);
   say(control, "writing the sentence-transformers directory");

@@ -84,6 +84,18 @@ SentenceTransformerImpl::SentenceTransformerImpl(std::shared_ptr<TransformerBack
               "SentenceTransformer: max_seq_length ", options_.max_seq_length(), " must be from 1 to the model's ",
               transformer_->max_tokens(), " positions");
   register_module("transformer", transformer_);
+  int64_t size = pooled_dimension(options_.pooling());
+  for (size_t i = 0; i < options_.dense().size(); ++i) {
+    const DenseOptions& dense = options_.dense()[i];
+    TORCH_CHECK(dense.in_features() == size, "SentenceTransformer: Dense module ", i, " takes ", dense.in_features(),
+                " features where the module before it gives ", size);
+    dense_.push_back(register_module("dense_" + std::to_string(i), Dense(dense)));
+    size = dense.out_features();
+  }
+}
+
+int64_t SentenceTransformerImpl::embedding_dimension() const {
+  return dense_.empty() ? pooled_dimension(options_.pooling()) : dense_.back()->options().out_features();
 }
 
 at::Tensor SentenceTransformerImpl::embed(const std::map<std::string, at::Tensor>& batch, bool with_pooler,
@@ -111,7 +123,8 @@ at::Tensor SentenceTransformerImpl::embed(const std::map<std::string, at::Tensor
   const at::Tensor prompt = batch_tensor(batch, "prompt_length");
   const int64_t prompt_length = prompt.defined() && prompt.numel() > 0 ? prompt.flatten()[0].item<int64_t>() : 0;
   *out = transformer_->encode(ids, mask, types, with_pooler);
-  const at::Tensor sentence = pool(out->last_hidden_state, mask, options_.pooling(), prompt_length);
+  at::Tensor sentence = pool(out->last_hidden_state, mask, options_.pooling(), prompt_length);
+  for (auto& dense : dense_) sentence = dense->forward(sentence);
   return options_.normalize() ? l2_normalize(sentence) : sentence;
 }
 
@@ -176,10 +189,15 @@ std::map<std::string, at::Tensor> SentenceTransformerImpl::tokenize(const std::v
 void SentenceTransformerImpl::save(const std::string& dir) const {
   gradcache::detail::StagedDirectory staged(dir, "config.json", /*overwrite=*/true, "SentenceTransformer::save directory");
   save_transformer(*transformer_, staged.partial());
-  gradcache::detail::write_file_atomic(staged.path("modules.json"), modules_json(options_.normalize()));
+  gradcache::detail::write_file_atomic(staged.path("modules.json"), modules_json(dense_.size(), options_.normalize()));
   fs::create_directories(staged.path("1_Pooling"));
   gradcache::detail::write_file_atomic(staged.path("1_Pooling/config.json"), pooling_config_json(options_.pooling()));
-  if (options_.normalize()) fs::create_directories(staged.path("2_Normalize"));
+  for (size_t i = 0; i < dense_.size(); ++i) {
+    const std::string folder = staged.path(module_folder(2 + i, ModuleKind::Dense));
+    fs::create_directories(folder);
+    save_dense(dense_[i], folder);
+  }
+  if (options_.normalize()) fs::create_directories(staged.path(module_folder(2 + dense_.size(), ModuleKind::Normalize)));
   gradcache::detail::write_file_atomic(staged.path("sentence_bert_config.json"),
                             sentence_bert_config_json(options_.max_seq_length(), options_.do_lower_case()));
   gradcache::detail::write_file_atomic(staged.path("config_sentence_transformers.json"), model_settings_json(options_.settings()));
@@ -210,13 +228,24 @@ SentenceTransformer load_sentence_transformer(const std::string& dir) {
   std::shared_ptr<TransformerBackbone> transformer = load_transformer(transformer_dir);
 
   SentenceTransformerOptions options;
+  std::vector<Dense> dense;  // with their weights
   const TransformerSettings settings = transformer_settings(transformer_dir, with_modules, *transformer);
   options.max_seq_length(*settings.max_seq_length);
   options.do_lower_case(settings.do_lower_case);
   if (with_modules) {
     options.pooling(read_pooling(dir, specs[1], *transformer));
-    options.normalize(specs.size() == 3);
-    const std::string normalize_file = options.normalize() ? path_in(dir, specs[2].path, "config.json") : "";
+    int64_t size = pooled_dimension(options.pooling());
+    for (size_t i = 2; i < specs.size() && specs[i].kind == ModuleKind::Dense; ++i) {
+      dense.push_back(load_dense(path_in(dir, specs[i].path, "")));
+      const int64_t in = dense.back()->options().in_features();
+      if (in != size)
+        throw ModelFileError(path_in(dir, specs[i].path, "config.json"), "in_features " + std::to_string(in) +
+                                 " differs from the " + std::to_string(size) + " features of the module before it");
+      size = dense.back()->options().out_features();
+    }
+    for (const Dense& module : dense) options.dense().push_back(module->options());
+    options.normalize(specs.back().kind == ModuleKind::Normalize);
+    const std::string normalize_file = options.normalize() ? path_in(dir, specs.back().path, "config.json") : "";
     if (!normalize_file.empty() && fs::exists(normalize_file))
       check_normalize_config(detail::read_text_file(normalize_file), normalize_file);
     const std::string settings_file = path_in(dir, "", "config_sentence_transformers.json");
@@ -232,7 +261,12 @@ SentenceTransformer load_sentence_transformer(const std::string& dir) {
     if (fs::exists(fs::path(transformer_dir) / "tokenizer.json") || fs::exists(fs::path(transformer_dir) / "vocab.txt"))
       options.tokenizer(std::make_shared<const Tokenizer>(Tokenizer::from_directory(transformer_dir)));
   }
-  SentenceTransformer model(transformer, options);
+  SentenceTransformer model(transformer, options);  // checks that the Dense sizes chain
+  torch::NoGradGuard no_grad;
+  for (size_t i = 0; i < dense.size(); ++i) {
+    auto loaded = dense[i]->named_parameters();
+    for (auto& item : model->dense()[i]->named_parameters()) item.value().copy_(loaded[item.key()]);
+  }
   model->eval();
   return model;
 }

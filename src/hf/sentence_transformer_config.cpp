@@ -19,6 +19,7 @@ const char* class_name(ModuleKind kind) {
   switch (kind) {
     case ModuleKind::Transformer: return "Transformer";
     case ModuleKind::Pooling: return "Pooling";
+    case ModuleKind::Dense: return "Dense";
     case ModuleKind::Normalize: return "Normalize";
   }
   return "?";
@@ -29,7 +30,7 @@ std::optional<ModuleKind> module_kind(const std::string& type) {
   const std::string package = "sentence_transformers.";
   if (type.rfind(package, 0) != 0) return std::nullopt;
   const std::string name = type.substr(type.rfind('.') + 1);
-  for (ModuleKind kind : {ModuleKind::Transformer, ModuleKind::Pooling, ModuleKind::Normalize}) {
+  for (ModuleKind kind : {ModuleKind::Transformer, ModuleKind::Pooling, ModuleKind::Dense, ModuleKind::Normalize}) {
     if (name == class_name(kind)) return kind;
   }
   return std::nullopt;
@@ -56,17 +57,24 @@ std::vector<ModuleSpec> parse_modules_json(const std::string& text, const std::s
     const auto kind = module_kind(type);
     if (!kind)
       throw ModelFileError(file, "module " + detail::quoted(type) +
-                                     " is not supported (supported: sentence_transformers' Transformer, Pooling and Normalize)");
+                                     " is not supported (supported: sentence_transformers' Transformer, Pooling, Dense and Normalize)");
     const std::string path = detail::string_field(entry, "path", "", file);
     check_relative(path, file);
     specs.push_back({*kind, type, path});
   }
-  const bool shape_ok = (specs.size() == 2 || specs.size() == 3) && specs[0].kind == ModuleKind::Transformer &&
-                        specs[1].kind == ModuleKind::Pooling && (specs.size() == 2 || specs[2].kind == ModuleKind::Normalize);
+  // Transformer, Pooling, Dense..., [Normalize]
+  size_t next = 0;
+  auto take = [&](ModuleKind kind) { return next < specs.size() && specs[next].kind == kind ? (++next, true) : false; };
+  bool shape_ok = take(ModuleKind::Transformer) && take(ModuleKind::Pooling);
+  size_t dense = 0;
+  while (shape_ok && take(ModuleKind::Dense)) ++dense;
+  take(ModuleKind::Normalize);
+  shape_ok = shape_ok && next == specs.size() && dense <= kMaxDenseModules;
   if (!shape_ok) {
     std::string order;
     for (const auto& spec : specs) order += (order.empty() ? "" : ", ") + std::string(class_name(spec.kind));
-    throw ModelFileError(file, "modules are [" + order + "]; supported: Transformer, Pooling and optionally Normalize, in that order");
+    throw ModelFileError(file, "modules are [" + order + "]; supported: Transformer, Pooling, up to " +
+                                   std::to_string(kMaxDenseModules) + " Dense and optionally Normalize, in that order");
   }
   return specs;
 }
@@ -137,13 +145,22 @@ std::optional<int64_t> tokenizer_max_length(const std::string& text, const std::
   return static_cast<int64_t>(std::floor(length));
 }
 
-std::string modules_json(bool normalize) {
+std::string module_folder(size_t index, ModuleKind kind) { return std::to_string(index) + "_" + class_name(kind); }
+
+std::string modules_json(size_t dense, bool normalize) {
   // The class paths every sentence-transformers version imports (the current one maps them).
   Json modules = Json::array();
-  modules.push_back({{"idx", 0}, {"name", "0"}, {"path", ""}, {"type", "sentence_transformers.models.Transformer"}});
-  modules.push_back({{"idx", 1}, {"name", "1"}, {"path", "1_Pooling"}, {"type", "sentence_transformers.models.Pooling"}});
-  if (normalize)
-    modules.push_back({{"idx", 2}, {"name", "2"}, {"path", "2_Normalize"}, {"type", "sentence_transformers.models.Normalize"}});
+  auto add = [&](ModuleKind kind) {
+    const size_t index = modules.size();
+    modules.push_back({{"idx", index},
+                       {"name", std::to_string(index)},
+                       {"path", kind == ModuleKind::Transformer ? "" : module_folder(index, kind)},
+                       {"type", std::string("sentence_transformers.models.") + class_name(kind)}});
+  };
+  add(ModuleKind::Transformer);
+  add(ModuleKind::Pooling);
+  for (size_t i = 0; i < dense; ++i) add(ModuleKind::Dense);
+  if (normalize) add(ModuleKind::Normalize);
   return modules.dump(2) + "\n";
 }
 

@@ -2,7 +2,7 @@
 # Every built-in architecture through the program (--model-dir): the sentence-transformers
 # directories of tests/hf/architectures.py (tiny random models made by transformers, with a
 # tokenizer; decoders pad on the left and pool the last token) are trained (cache, dropout on),
-# evaluated, exported and encoded; each export loads in Python's SentenceTransformer and encodes
+# evaluated, exported, encoded and mined with; each export loads in Python's SentenceTransformer and encodes
 # as `gradcache encode` did. One decoder and one encoder also train in the other modes and
 # precisions, untied and on two processes. eval says which architecture, tokenizer and pooling
 # it read. SKIPPED (77) without the references (the hf.architectures fixture) or sentence-transformers.
@@ -37,18 +37,23 @@ for dir in "$models"/*/st; do
   train=("$bin" train --model-dir "$dir" --train-file "$work/train.tsv" --batch-size 16 --chunk-size 4 --lr 1e-3)
   "${train[@]}" --steps 3 "${eval_data[@]}" --output "$work/run_$name" >"$work/$name.out" 2>"$work/$name.err"
   expect_status 0 $? "train --model-dir ($name)"
-  grep -q "pretrained model $dir: $name, " "$work/$name.err" || fail "train did not describe the $name model"
+  type=$(sed -n 's/.*"model_type": *"\([^"]*\)".*/\1/p' "$dir/config.json")
+  grep -q "pretrained model $dir: $type, " "$work/$name.err" || fail "train did not describe the $name model as $type"
   "$bin" export --run "$work/run_$name" --output "$work/st_$name" 2>"$work/export_$name.err"
   expect_status 0 $? "export ($name)"
   "$bin" encode --run "$work/run_$name" --corpus "$work/corpus.tsv" --output "$work/emb_$name" 2>"$work/encode_$name.err"
   expect_status 0 $? "encode --run ($name)"
+  "$bin" mine --model-dir "$dir" --train-file "$work/train.tsv" --negatives 2 --depth 2:20 \
+    --output "$work/mined_$name.jsonl" >/dev/null 2>"$work/mine_$name.err"
+  expect_status 0 $? "mine --model-dir ($name)"
+  [ "$(wc -l <"$work/mined_$name.jsonl")" -eq 48 ] || fail "mine --model-dir ($name) wrote $(wc -l <"$work/mined_$name.jsonl") queries, expected 48"
 done
 [ "${#names[@]}" -ge 7 ] || fail "only ${#names[@]} architectures in $models"
 
 # eval --model-dir names what it read.
 "$bin" eval --model-dir "$models/qwen3/st" "${data[@]}" --eval-bm25 false >"$work/eval.out" 2>"$work/eval.err"
 expect_status 0 $? "eval --model-dir (qwen3)"
-grep -q "pretrained model $models/qwen3/st: qwen3, a WordPiece tokenizer padding on the left, lasttoken pooling, normalised, 32 dimensions" \
+grep -q "pretrained model $models/qwen3/st: qwen3, a WordPiece tokenizer padding on the left, lasttoken pooling, 2 Dense, normalised, 24 dimensions" \
   "$work/eval.err" || fail "eval --model-dir did not describe the model: $(grep 'pretrained model' "$work/eval.err")"
 
 # The other modes and precisions, on a decoder and on an encoder.
@@ -63,6 +68,61 @@ for name in qwen3 xlm-roberta; do
     [ -s "$work/m_$tag/checkpoint.pt" ] || fail "train --model-dir $name $flags wrote no checkpoint"
   done
 done
+
+# SGPT's recipe (the seeds' example: BLOOM, weightedmean, --specb). Zero-shot and through a run
+# (an lr so small that the weights stay the pretrained ones), each side encodes as
+# sentence-transformers does on SGPT's bracketed tokenization (tests/hf/architectures.py
+# specb_batch); without --specb it does not. --specb is refused without bracket tokens, without
+# --model-dir, and by export to sentence-transformers (which cannot express it).
+"$python" - "$models/sgpt/sgpt_expected.safetensors" "$work/sgpt_texts.tsv" <<'PY' || fail "cannot read the SGPT texts"
+import json, sys
+from safetensors import safe_open
+texts = json.loads(safe_open(sys.argv[1], "pt").metadata()["texts"])
+open(sys.argv[2], "w", encoding="utf-8").write("".join(f"t{i}\t{text}\n" for i, text in enumerate(texts)))
+PY
+sgpt=(--model-dir "$models/sgpt/st" --specb)
+"$bin" train "${sgpt[@]}" --train-file "$work/train.tsv" --batch-size 16 --chunk-size 4 --steps 1 --lr 1e-30 \
+  --eval false --output "$work/run_specb" >"$work/sgpt.out" 2>"$work/sgpt.err"
+expect_status 0 $? "train --specb"
+for side in query passage; do
+  "$bin" encode "${sgpt[@]}" --side $side --corpus "$work/sgpt_texts.tsv" --batch-size 5 --output "$work/sgpt_$side" \
+    2>>"$work/sgpt.err"
+  expect_status 0 $? "encode --model-dir --specb --side $side"
+  "$bin" encode --run "$work/run_specb" --side $side --corpus "$work/sgpt_texts.tsv" --output "$work/sgpt_run_$side" \
+    2>>"$work/sgpt.err"
+  expect_status 0 $? "encode --run (a --specb run) --side $side"
+done
+"$bin" encode --model-dir "$models/sgpt/st" --corpus "$work/sgpt_texts.tsv" --output "$work/sgpt_plain" 2>>"$work/sgpt.err"
+expect_status 0 $? "encode --model-dir (sgpt, no --specb)"
+"$python" - "$models/sgpt/sgpt_expected.safetensors" "$work" <<'PY' >>"$work/sgpt.out" 2>&1 || fail "SGPT check: $(tail -3 "$work/sgpt.out")"
+import json, sys
+import numpy
+from safetensors.numpy import load_file
+expected, work = load_file(sys.argv[1]), sys.argv[2]
+def worst(directory, key):
+    manifest = json.load(open(f"{directory}/manifest.json"))
+    error = 0.0
+    for shard in manifest["shards"]:
+        rows = [int(i[1:]) for i in open(f"{directory}/{shard['ids']}", encoding="utf-8").read().split()]
+        error = max(error, float(numpy.abs(numpy.load(f"{directory}/{shard['embeddings']}") - expected[key][rows]).max()))
+    return error
+for side, key in (("query", "query_embeddings"), ("passage", "document_embeddings")):
+    for directory in (f"{work}/sgpt_{side}", f"{work}/sgpt_run_{side}"):
+        # fp32, 2 layers, unnormalised vectors of norm ~1-5, batches padded otherwise: a few ulps
+        assert worst(directory, key) <= 2e-6, f"{directory}: max difference {worst(directory, key)}"
+assert worst(f"{work}/sgpt_plain", "document_embeddings") > 1e-2, "without --specb the brackets are still there"
+print("sgpt: --specb encodes as SGPT's tokenization in sentence-transformers")
+PY
+"$bin" export --run "$work/run_specb" --output "$work/st_specb" 2>"$work/sgpt_export.err"
+expect_status 1 $? "export of a --specb run"
+grep -q "trained with --specb" "$work/sgpt_export.err" || fail "export did not say why: $(cat "$work/sgpt_export.err")"
+[ ! -e "$work/st_specb" ] || fail "a refused export left $work/st_specb"
+"$bin" encode --model-dir "$models/bloom/st" --specb --corpus "$work/sgpt_texts.tsv" --output "$work/x" 2>"$work/x.err"
+expect_status 1 $? "--specb with a tokenizer without brackets"
+grep -q 'has no token for "\["' "$work/x.err" || fail "--specb without brackets: $(cat "$work/x.err")"
+"$bin" train --specb --train-file "$work/train.tsv" --steps 1 --output "$work/x" 2>"$work/x.err"
+expect_status 1 $? "train --specb without --model-dir"
+grep -q "give --model-dir, or drop --specb" "$work/x.err" || fail "train --specb alone: $(cat "$work/x.err")"
 
 # Python: each export loads in SentenceTransformer and encodes the corpus as `gradcache encode` did.
 cat >"$work/check.py" <<'PY'
@@ -87,4 +147,5 @@ PY
 "$python" "$work/check.py" "$work" "${names[@]}" >"$work/python.out" 2>"$work/python.err" ||
   fail "Python check: $(tail -3 "$work/python.err")"
 cat "$work/python.out"
-echo "architectures: ${names[*]}: train, export, encode = SentenceTransformer.encode; 12 mode/precision runs"
+cat "$work/sgpt.out"
+echo "architectures: ${names[*]}: train, export, encode = SentenceTransformer.encode; 12 mode/precision runs; --specb"

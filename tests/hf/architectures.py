@@ -10,9 +10,12 @@ downloaded here, so each model is a small random one of the real config and clas
                                   DIR/<name>/expected.safetensors   input_ids, attention_mask and
                                                         last_hidden_state (eval, fp32)
                                   DIR/<name>/st/        a sentence-transformers directory of it
-                                                        (tokenizer, pooling, Normalize, prompts)
+                                                        (tokenizer, pooling, Normalize, prompts;
+                                                        Qwen3's with two Dense modules before Normalize)
                                   DIR/<name>/st_expected.safetensors   its tokenization of TEXTS
                                                         and SentenceTransformer.encode's embeddings
+                                  DIR/sgpt/             SGPT's recipe (BLOOM, weightedmean, brackets),
+                                  sgpt_expected.safetensors: its --specb embeddings
     architectures.py check DIR    for each DIR/<name>/saved/ (written by gradcache's save_transformer):
                                   AutoModel.from_pretrained with no missing or unexpected weights,
                                   last_hidden_state on the same batch -> DIR/<name>/reloaded.safetensors;
@@ -122,7 +125,10 @@ def sentence_transformer(where, config, side, torch, save_file, max_seq_length=4
     tokenizer_for(config, side).save_pretrained(os.path.join(where, "model"))
     transformer = models.Transformer(os.path.join(where, "model"), max_seq_length=max_seq_length)
     pooling = models.Pooling(config.hidden_size, pooling_mode="lasttoken" if side == "left" else "mean")
-    st = SentenceTransformer(modules=[transformer, pooling, models.Normalize()], device="cpu", prompts=PROMPTS)
+    # Qwen3's directory projects as EmbeddingGemma does: 2_Dense and 3_Dense before Normalize.
+    dense = [models.Dense(config.hidden_size, 48), models.Dense(48, 24, bias=False, activation_function=torch.nn.Identity())] \
+        if config.model_type == "qwen3" else []
+    st = SentenceTransformer(modules=[transformer, pooling, *dense, models.Normalize()], device="cpu", prompts=PROMPTS)
     st.eval()
     st.save(os.path.join(where, "st"))
     batch = st.tokenize(TEXTS)
@@ -136,6 +142,62 @@ def st_embeddings(st, torch):
     with torch.no_grad():
         return {"embeddings": st.encode(TEXTS, convert_to_tensor=True).float().contiguous(),
                 "query_embeddings": st.encode(TEXTS, prompt_name="query", convert_to_tensor=True).float().contiguous()}
+
+
+BRACKETS = ["[", "]", "{", "}"]
+
+
+def specb_batch(tokenizer, texts, query, max_seq_length):
+    """SGPT's README tokenization with its --specb markers (tokenize_with_specb): the tokenizer's
+    ids, "[" (queries) or "{" (documents) inserted first and "]" or "}" appended, then padded.
+    The text is cut two ids shorter than max_seq_length so that the whole still fits (the
+    README cuts at the model's length and adds two)."""
+    open_, close = [tokenizer.encode(b, add_special_tokens=False)[0] for b in (BRACKETS[:2] if query else BRACKETS[2:])]
+    tokens = tokenizer(texts, padding=False, truncation=True, max_length=max_seq_length - 2)
+    for ids, mask in zip(tokens["input_ids"], tokens["attention_mask"]):
+        ids.insert(0, open_)
+        ids.append(close)
+        mask.insert(0, 1)
+        mask.append(1)
+    return tokenizer.pad(tokens, padding=True, return_tensors="pt")
+
+
+def sgpt(where, torch, transformers, save_file):
+    """DIR/sgpt/st/: the seeds' SGPT recipe at tiny size: a BLOOM decoder, position-weighted mean
+    pooling, no Normalize, and a tokenizer with the bracket tokens (ids 96..99, as BLOOM's
+    byte-level BPE has them); DIR/sgpt/sgpt_expected.safetensors: what sentence-transformers
+    gives for TEXTS tokenized as SGPT's README does with --specb (queries and documents)."""
+    from sentence_transformers import SentenceTransformer, models
+    from tokenizers import Tokenizer, models as token_models, pre_tokenizers, processors
+    from transformers import PreTrainedTokenizerFast
+
+    shutil.rmtree(where, ignore_errors=True)
+    torch.manual_seed(1004)
+    fields = dict(ARCHITECTURES["bloom"][1], vocab_size=COMMON["vocab_size"] + len(BRACKETS))
+    config = transformers.AutoConfig.for_model("bloom", **{**COMMON, **fields})
+    transformers.AutoModel.from_config(config).eval().save_pretrained(os.path.join(where, "model"))
+    vocab = {"<pad>": 0, "<s>": 1, "</s>": 2, "<unk>": 3}
+    vocab.update({word: 4 + i for i, word in enumerate(WORDS)})
+    vocab.update({b: COMMON["vocab_size"] + i for i, b in enumerate(BRACKETS)})
+    tokenizer = Tokenizer(token_models.WordPiece(vocab, unk_token="<unk>"))
+    tokenizer.pre_tokenizer = pre_tokenizers.BertPreTokenizer()  # "[" is a word of its own
+    tokenizer.post_processor = processors.TemplateProcessing(single="$A </s>", special_tokens=[("</s>", 2)])
+    PreTrainedTokenizerFast(tokenizer_object=tokenizer, pad_token="<pad>", unk_token="<unk>", bos_token="<s>",
+                            eos_token="</s>", padding_side="left",
+                            model_max_length=config.max_position_embeddings).save_pretrained(os.path.join(where, "model"))
+    max_seq_length = 12  # shorter than the longest of TEXTS: the cut is tested
+    transformer = models.Transformer(os.path.join(where, "model"), max_seq_length=max_seq_length)
+    pooling = models.Pooling(config.hidden_size, pooling_mode="weightedmean")
+    st = SentenceTransformer(modules=[transformer, pooling], device="cpu").eval()
+    st.save(os.path.join(where, "st"))
+    expected = {}
+    with torch.no_grad():
+        for side, query in (("query", True), ("document", False)):
+            features = specb_batch(st.tokenizer, TEXTS, query, max_seq_length)
+            expected[f"{side}_input_ids"] = features["input_ids"].to(torch.int64).contiguous()
+            expected[f"{side}_embeddings"] = st(dict(features))["sentence_embedding"].float().contiguous()
+    save_file(expected, os.path.join(where, "sgpt_expected.safetensors"), metadata={"format": "pt", "texts": json.dumps(TEXTS)})
+    print(f"architectures.py: sgpt (BLOOM, weightedmean, bracket tokens) -> {where}")
 
 
 def make(out_dir):
@@ -168,6 +230,7 @@ def make(out_dir):
                   os.path.join(where, "expected.safetensors"), metadata={"format": "pt", "side": side})
         sentence_transformer(where, config, side, torch, save_file)
         print(f"architectures.py: {name} ({type(model).__name__}, {head_class}) -> {where}")
+    sgpt(os.path.join(out_dir, "sgpt"), torch, transformers, save_file)
     unavailable = os.path.join(out_dir, "unavailable.txt")
     if os.path.exists(unavailable):
         os.remove(unavailable)

@@ -116,12 +116,10 @@ TEST_P(Architecture, LoadsTheTaskModelsCheckpoint) {
 TEST_P(Architecture, CacheStepEqualsFullBatchWithDropout) {
   torch::manual_seed(7);
   const bool decoder = expected_.metadata.at("side") == "left";
-  auto transformer = hf::load_transformer(dir() + "/model");
   const auto config = nlohmann::json::parse(std::ifstream(dir() + "/model/config.json"));
   const int64_t pad = config.value("pad_token_id", nlohmann::json()).is_number() ? config["pad_token_id"].get<int64_t>() : 0;
-  hf::SentenceTransformer model(
-      transformer, hf::SentenceTransformerOptions().max_seq_length(transformer->max_tokens()).pooling(
-                       hf::PoolingOptions().modes({decoder ? hf::PoolingMode::LastToken : hf::PoolingMode::Mean})));
+  // The sentence-transformers directory: its pooling, Normalize and (Qwen3's) Dense modules.
+  auto model = hf::load_sentence_transformer(dir() + "/st");
   model->train();
   const std::string side = decoder ? "left" : "right";
   const gc::ModelInput queries = random_batch(12, side, pad), passages = random_batch(12, side, pad);

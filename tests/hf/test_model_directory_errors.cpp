@@ -41,14 +41,15 @@ TEST(ModelDirectoryErrors, MissingThings) {
 
 TEST(ModelDirectoryErrors, UnsupportedModules) {
   const std::string dir = hftest::copy_of_tiny_model(hftest::scratch_dir());
-  hftest::write_text(dir + "/modules.json", modules_with("sentence_transformers.models.Dense"));
+  hftest::write_text(dir + "/modules.json", modules_with("sentence_transformers.models.LayerNorm"));
   expect_error(dir, dir + "/modules.json",
-               "module \"sentence_transformers.models.Dense\" is not supported (supported: sentence_transformers' Transformer, "
-               "Pooling and Normalize)");
+               "module \"sentence_transformers.models.LayerNorm\" is not supported (supported: sentence_transformers' "
+               "Transformer, Pooling, Dense and Normalize)");
   hftest::write_text(dir + "/modules.json", modules_with("my_package.Normalize"));
   expect_error(dir, dir + "/modules.json", "is not supported");
   hftest::write_text(dir + "/modules.json", R"([{"path": "1_Pooling", "type": "sentence_transformers.models.Pooling"}])");
-  expect_error(dir, dir + "/modules.json", "modules are [Pooling]; supported: Transformer, Pooling and optionally Normalize");
+  expect_error(dir, dir + "/modules.json",
+               "modules are [Pooling]; supported: Transformer, Pooling, up to 8 Dense and optionally Normalize");
   hftest::write_text(dir + "/modules.json",
                      R"([{"path": "../elsewhere", "type": "sentence_transformers.models.Transformer"},
                          {"path": "1_Pooling", "type": "sentence_transformers.models.Pooling"}])");
@@ -91,6 +92,70 @@ TEST(ModelDirectoryErrors, OtherConfigFiles) {
   hftest::fs::remove(dir + "/config_sentence_transformers.json");
   hftest::write_text(dir + "/2_Normalize/config.json", R"({"module_input_name": "token_embeddings"})");
   expect_error(dir, dir + "/2_Normalize/config.json", "only normalising the sentence embedding");
+}
+
+TEST(ModelDirectoryErrors, DenseModules) {
+  // The tiny model (32 dimensions, Normalize) with a Dense module before Normalize: a good one
+  // loads, embeds through it and is written back; each broken file is named.
+  const std::string scratch = hftest::scratch_dir();
+  const std::string dir = hftest::copy_of_tiny_model(scratch);
+  hftest::write_text(dir + "/modules.json",
+                     R"([{"path": "", "type": "sentence_transformers.models.Transformer"},
+                         {"path": "1_Pooling", "type": "sentence_transformers.models.Pooling"},
+                         {"path": "2_Dense", "type": "sentence_transformers.models.Dense"},
+                         {"path": "2_Normalize", "type": "sentence_transformers.models.Normalize"}])");
+  hftest::fs::create_directories(dir + "/2_Dense");
+  const std::string config = dir + "/2_Dense/config.json", weights = dir + "/2_Dense/model.safetensors";
+  torch::manual_seed(3);
+  const torch::Tensor w = torch::randn({12, 32}), b = torch::randn({12});
+  hftest::write_text(config, R"({"in_features": 32, "out_features": 12, "bias": true,
+                                 "activation_function": "torch.nn.modules.activation.Tanh"})");
+  expect_error(dir, weights, "missing: the Dense module has no weights");
+  hftest::write_text(dir + "/2_Dense/pytorch_model.bin", "pickled");
+  expect_error(dir, weights, "save the model again with sentence-transformers");
+  hf::save_safetensors(weights, {{"linear.weight", w}});
+  expect_error(dir, weights, "has no tensor \"linear.bias\"");
+  hf::save_safetensors(weights, {{"linear.weight", torch::randn({12, 31})}, {"linear.bias", b}});
+  expect_error(dir, weights, "\"linear.weight\" has shape [12, 31] where config.json asks for [12, 32]");
+  hf::save_safetensors(weights, {{"linear.weight", w}, {"linear.bias", b}, {"extra", b}});
+  expect_error(dir, weights, "holds 3 tensors where the module has 2");
+  hf::save_safetensors(weights, {{"linear.weight", w}, {"linear.bias", b}});
+
+  auto model = hf::load_sentence_transformer(dir);
+  EXPECT_EQ(model->embedding_dimension(), 12);
+  const std::vector<std::string> texts = {"a red cat", "two"};
+  torch::NoGradGuard no_grad;
+  const auto batch = model->tokenize(texts);
+  const auto pooled = model->features(batch);  // the sentence embedding, through Dense and Normalize
+  const auto expected = torch::nn::functional::normalize(
+      torch::tanh(torch::nn::functional::linear(
+          hf::pool(model->transformer().encode(batch.at("input_ids"), batch.at("attention_mask")).last_hidden_state,
+                   batch.at("attention_mask"), model->options().pooling()),
+          w, b)),
+      torch::nn::functional::NormalizeFuncOptions().dim(-1));
+  EXPECT_LT(hftest::max_abs_diff(pooled.at("sentence_embedding"), expected), 1e-6);
+  const std::string saved = scratch + "/saved";
+  model->save(saved);
+  EXPECT_TRUE(hftest::fs::exists(saved + "/2_Dense/model.safetensors"));
+  EXPECT_TRUE(hftest::fs::is_directory(saved + "/3_Normalize"));
+  EXPECT_TRUE(torch::equal(hf::load_sentence_transformer(saved)->forward(batch), model->forward(batch)));
+
+  hftest::write_text(config, R"({"in_features": 16, "out_features": 12})");
+  expect_error(dir, weights, "where config.json asks for [12, 16]");  // the weights are [12, 32]
+  hf::save_safetensors(weights, {{"linear.weight", torch::randn({12, 16})}, {"linear.bias", b}});
+  expect_error(dir, config, "in_features 16 differs from the 32 features of the module before it");
+  hftest::write_text(config, R"({"in_features": 32, "out_features": 12, "activation_function": "torch.nn.Softmax"})");
+  expect_error(dir, config, "activation_function \"torch.nn.Softmax\" is not supported (supported: torch.nn's Identity, Tanh");
+  hftest::write_text(config, R"({"in_features": 32, "out_features": 12, "module_input_name": "token_embeddings"})");
+  expect_error(dir, config, "only a Dense module on the sentence embedding");
+  hftest::write_text(config, R"({"in_features": 32, "out_features": 2000000})");
+  expect_error(dir, config, "out_features");
+  hftest::write_text(dir + "/modules.json",
+                     R"([{"path": "", "type": "sentence_transformers.models.Transformer"},
+                         {"path": "1_Pooling", "type": "sentence_transformers.models.Pooling"},
+                         {"path": "2_Normalize", "type": "sentence_transformers.models.Normalize"},
+                         {"path": "2_Dense", "type": "sentence_transformers.models.Dense"}])");
+  expect_error(dir, dir + "/modules.json", "modules are [Transformer, Pooling, Normalize, Dense]");
 }
 
 TEST(ModelDirectoryErrors, SaveNeverReplacesAnUnrelatedDirectory) {

@@ -12,6 +12,7 @@
 //   model->save("fine-tuned");
 #pragma once
 
+#include <gradcache/hf/dense.h>
 #include <gradcache/hf/pooling.h>
 #include <gradcache/hf/sentence_transformer_config.h>
 #include <gradcache/hf/tokenizer.h>
@@ -38,7 +39,11 @@ struct SentenceTransformerOptions {
   /// Lower-case texts before tokenizing (sentence_bert_config.json's do_lower_case).
   TORCH_ARG(bool, do_lower_case) = false;
   TORCH_ARG(PoolingOptions, pooling) = PoolingOptions();
-  /// L2-normalise the pooled vector (a Normalize module).
+  /// Dense modules after pooling, in order (EmbeddingGemma's 2_Dense, 3_Dense); each one's
+  /// in_features is the size before it. The model builds them (weights as nn.Linear's
+  /// initialisation); load_sentence_transformer then reads their weights.
+  TORCH_ARG(std::vector<DenseOptions>, dense) = {};
+  /// L2-normalise the pooled (and projected) vector (a Normalize module).
   TORCH_ARG(bool, normalize) = false;
   /// Prompts by name, default prompt and similarity (config_sentence_transformers.json).
   TORCH_ARG(ModelSettings, settings) = ModelSettings();
@@ -50,7 +55,7 @@ struct SentenceTransformerOptions {
   TORCH_ARG(std::string, tokenizer_dir) = "";
 };
 
-/// Transformer + Pooling [+ Normalize], as sentence-transformers runs them.
+/// Transformer + Pooling [+ Dense...] [+ Normalize], as sentence-transformers runs them.
 class SentenceTransformerImpl : public torch::nn::Module {
  public:
   SentenceTransformerImpl(std::shared_ptr<TransformerBackbone> transformer, SentenceTransformerOptions options);
@@ -69,8 +74,10 @@ class SentenceTransformerImpl : public torch::nn::Module {
   TransformerBackbone& transformer() { return *transformer_; }
   const TransformerBackbone& transformer() const { return *transformer_; }
   const SentenceTransformerOptions& options() const { return options_; }
-  /// Size of the sentence embedding.
-  int64_t embedding_dimension() const { return pooled_dimension(options_.pooling()); }
+  /// Size of the sentence embedding: the last Dense module's output, else the pooled vector's.
+  int64_t embedding_dimension() const;
+  /// The Dense modules after pooling (registered as "dense_0", "dense_1", ...).
+  const std::vector<Dense>& dense() const { return dense_; }
   /// The text of prompt `name` ("" for ""); std::invalid_argument listing the prompts otherwise.
   std::string prompt(const std::string& name) const;
   /// Sets prompt `name` to `text` (as `model.prompts[name] = text` in Python); save() writes it.
@@ -87,7 +94,8 @@ class SentenceTransformerImpl : public torch::nn::Module {
   const Tokenizer& tokenizer() const;
 
   /// Writes a sentence-transformers directory: config.json and model.safetensors (the
-  /// transformer), modules.json, 1_Pooling/config.json, 2_Normalize/ (if normalising),
+  /// transformer), modules.json, 1_Pooling/config.json, <n>_Dense/ (config.json and
+  /// model.safetensors, each Dense module), <n>_Normalize/ (if normalising),
   /// sentence_bert_config.json, config_sentence_transformers.json and the tokenizer's files. The
   /// directory appears whole or not at all (built as "<dir>.partial-<pid>", then renamed); an
   /// existing one is replaced only if it is empty or a model directory (has config.json).
@@ -99,11 +107,12 @@ class SentenceTransformerImpl : public torch::nn::Module {
 
   std::shared_ptr<TransformerBackbone> transformer_;
   SentenceTransformerOptions options_;
+  std::vector<Dense> dense_;
 };
 TORCH_MODULE(SentenceTransformer);
 
 /// Loads a model directory in one call, in eval mode: with modules.json, its modules
-/// (Transformer, Pooling, optional Normalize) and their configuration files; without it, a plain
+/// (Transformer, Pooling, Dense modules with their weights, optional Normalize) and their configuration files; without it, a plain
 /// Hugging Face directory (config.json + weights) as sentence-transformers does, i.e. the
 /// transformer with mean pooling. The tokenizer comes from tokenizer.json or vocab.txt (a
 /// directory without either loads without one; a tokenizer file that cannot be used throws

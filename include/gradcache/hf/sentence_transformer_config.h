@@ -1,6 +1,6 @@
 // The configuration files of a sentence-transformers directory besides the model's own
 // config.json: modules.json, sentence_bert_config.json, config_sentence_transformers.json and
-// 2_Normalize/config.json (1_Pooling/config.json is pooling.h's). Each parser validates what it
+// <n>_Normalize/config.json (1_Pooling/config.json is pooling.h's, <n>_Dense/config.json dense.h's). Each parser validates what it
 // reads and throws ModelFileError naming the file.
 #pragma once
 
@@ -15,8 +15,9 @@
 namespace gradcache {
 namespace hf {
 
-/// The modules this library runs: a Transformer, then Pooling, then optionally Normalize.
-enum class ModuleKind { Transformer, Pooling, Normalize };
+/// The modules this library runs: a Transformer, then Pooling, then any Dense (dense.h), then
+/// optionally Normalize.
+enum class ModuleKind { Transformer, Pooling, Dense, Normalize };
 
 struct ModuleSpec {
   ModuleKind kind;
@@ -26,8 +27,10 @@ struct ModuleSpec {
 
 /// modules.json: a list of {"idx", "name", "path", "type"}. Types are recognised by their class
 /// name under sentence_transformers (the older "sentence_transformers.models.X" and the current
-/// module paths alike); any other module, another order than Transformer, Pooling[, Normalize],
-/// or a path leaving the directory is refused with a message listing what is supported.
+/// module paths alike); any other module, another order than Transformer, Pooling, Dense...
+/// (at most kMaxDenseModules), [Normalize], or a path leaving the directory is refused with a
+/// message listing what is supported.
+constexpr size_t kMaxDenseModules = 8;
 std::vector<ModuleSpec> parse_modules_json(const std::string& text, const std::string& file);
 
 /// The Transformer module's sentence_bert_config.json.
@@ -55,7 +58,11 @@ void check_normalize_config(const std::string& text, const std::string& file);
 std::optional<int64_t> tokenizer_max_length(const std::string& text, const std::string& file);
 
 /// The files written by SentenceTransformer::save, as sentence-transformers reads them.
-std::string modules_json(bool normalize);
+/// modules.json of Transformer, Pooling ("1_Pooling"), `dense` Dense modules ("2_Dense",
+/// "3_Dense", ...) and, if `normalize`, Normalize ("<n>_Normalize").
+std::string modules_json(size_t dense, bool normalize);
+/// The folder of module `index` of a kind, as sentence-transformers names it: "2_Dense".
+std::string module_folder(size_t index, ModuleKind kind);
 std::string sentence_bert_config_json(int64_t max_seq_length, bool do_lower_case);
 std::string model_settings_json(const ModelSettings& settings);
 
