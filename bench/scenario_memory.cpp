@@ -220,7 +220,8 @@ void full_growth(const std::map<int64_t, Json>& pts, Json& json, std::string& no
     const double e = std::log(it->second["peak_bytes"].get<double>() / prev->second["peak_bytes"].get<double>()) /
                      std::log(static_cast<double>(it->first) / static_cast<double>(prev->first));
     growth.push_back({{"from", prev->first}, {"to", it->first}, {"exponent", e}});
-    line += " " + fmt(e, 2);
+    line += ' ';
+    line += fmt(e, 2);
   }
   json["full_growth"] = growth;
   notes += line + "\n";

@@ -1,5 +1,7 @@
 #include "retriever/data/text_data.h"
 
+#include "retriever/data/line_source.h"
+
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
@@ -13,164 +15,12 @@
 #include <utility>
 
 namespace gradcache::retriever {
+
+using namespace lines;  // NOLINT(google-build-using-namespace): the line loop and text helpers these readers share
+
 namespace {
 
 using nlohmann::json;
-
-std::string location(const std::string& path, size_t line) {
-  return line == 0 ? path : path + ":" + std::to_string(line);
-}
-
-// Thrown by a line parser to reject the current line; the line loop turns it into a DataError
-// or a skip, so parsers need not know the path, the line number or the policy.
-struct BadLine {
-  std::string reason;
-};
-
-constexpr std::string_view kWhitespace = " \t\r\n\v\f";
-
-std::string_view trim(std::string_view s) {
-  const size_t begin = s.find_first_not_of(kWhitespace);
-  if (begin == std::string_view::npos) return {};
-  return s.substr(begin, s.find_last_not_of(kWhitespace) - begin + 1);
-}
-
-std::vector<std::string_view> split(std::string_view s, char sep) {
-  std::vector<std::string_view> parts;
-  size_t start = 0;
-  for (size_t pos; (pos = s.find(sep, start)) != std::string_view::npos; start = pos + 1)
-    parts.push_back(s.substr(start, pos - start));
-  parts.push_back(s.substr(start));
-  return parts;
-}
-
-std::vector<std::string_view> split_whitespace(std::string_view s) {
-  std::vector<std::string_view> parts;
-  size_t pos = 0;
-  while ((pos = s.find_first_not_of(kWhitespace, pos)) != std::string_view::npos) {
-    const size_t end = std::min(s.find_first_of(kWhitespace, pos), s.size());
-    parts.push_back(s.substr(pos, end - pos));
-    pos = end;
-  }
-  return parts;
-}
-
-// The first `limit` bytes of `s` or fewer: a cut never splits a UTF-8 sequence.
-std::string_view cut(std::string_view s, size_t limit) {
-  if (s.size() <= limit) return s;
-  size_t end = limit;
-  while (end > 0 && (static_cast<unsigned char>(s[end]) & 0xC0) == 0x80) --end;
-  return s.substr(0, end);
-}
-
-// Quotes a value for a message, shortened so that a huge field does not flood the terminal.
-std::string shown(std::string_view s) {
-  constexpr size_t kMax = 60;
-  if (s.size() <= kMax) return "'" + printable_utf8(s) + "'";
-  return "'" + printable_utf8(cut(s, kMax)) + "...'";
-}
-
-enum class Format { Jsonl, Tsv };
-
-// The format follows the extension; it is checked before opening so that a typo in the name is
-// reported as such rather than as a parse error on line 1.
-Format format_of(const std::string& path) {
-  std::string ext = std::filesystem::path(path).extension().string();
-  std::transform(ext.begin(), ext.end(), ext.begin(), [](unsigned char c) { return std::tolower(c); });
-  if (ext == ".jsonl" || ext == ".json") return Format::Jsonl;
-  if (ext == ".tsv" || ext == ".txt") return Format::Tsv;
-  throw DataError(path, 0,
-                  "unknown format " + (ext.empty() ? std::string("(no extension)") : shown(ext)) +
-                      "; use .jsonl (one JSON object per line) or .tsv (tab-separated)");
-}
-
-// Reads `path` line by line: next(parse) calls `parse(line)` on the following non-blank, valid
-// UTF-8 lines until it keeps a record (returns true: next returns true) or the file ends (next
-// returns false). `parse` returns false for a line it ignores (such as a header) or throws
-// BadLine. Handles the bad-line policy and fills `stats`.
-class LineSource {
- public:
-  LineSource(const std::string& path, OnBadLine on_bad, ReadStats& stats)
-      : path_(path), on_bad_(on_bad), stats_(stats) {
-    stats_ = ReadStats{};
-    std::error_code ignored;  // a path that cannot be inspected fails to open just below, with errno's reason
-    if (std::filesystem::is_directory(path, ignored)) throw DataError(path, 0, "cannot open: it is a directory");
-    // A pipe or device reads once, and data files are read more than once (tokenizer, examples,
-    // fingerprint): a FIFO's second open would wait forever. Checked before opening (which blocks).
-    const auto type = std::filesystem::status(path, ignored).type();
-    if (type != std::filesystem::file_type::regular && type != std::filesystem::file_type::not_found &&
-        type != std::filesystem::file_type::none) {
-      throw DataError(path, 0,
-                      "cannot read: not a regular file (a pipe or a device can be read only once, and data files "
-                      "are read more than once); write it to a file first");
-    }
-    file_.open(path, std::ios::binary);
-    if (!file_) throw DataError(path, 0, std::string("cannot open: ") + std::strerror(errno));
-  }
-
-  template <class Parse>
-  bool next(Parse&& parse) {
-    std::string line;
-    while (std::getline(file_, line)) {
-      bytes_read_ += line.size() + 1;
-      const size_t number = ++stats_.lines;
-      if (!line.empty() && line.back() == '\r') line.pop_back();  // Windows line ends
-      if (number == 1 && line.compare(0, 3, "\xEF\xBB\xBF") == 0) line.erase(0, 3);  // byte order mark
-      if (trim(line).empty()) continue;
-      try {
-        if (const auto bad = find_invalid_utf8(line))
-          throw BadLine{"invalid UTF-8 at byte " + std::to_string(*bad + 1) + " of the line"};
-        // NUL is valid UTF-8, but no text holds it; the JSON parser would read it as the end of
-        // the input and report that instead.
-        if (const size_t nul = line.find('\0'); nul != std::string::npos)
-          throw BadLine{"the line contains NUL bytes at byte " + std::to_string(nul + 1) + " (binary data?)"};
-        if (parse(line)) {
-          ++stats_.records;
-          return true;
-        }
-      } catch (const BadLine& bad) {
-        skip(number, bad);
-      }
-    }
-    if (file_.bad()) throw DataError(path_, 0, std::string("read error: ") + std::strerror(errno));
-    return false;
-  }
-
-  /// Bytes of the file consumed so far (for progress).
-  uint64_t bytes_read() const { return bytes_read_; }
-
- private:
-  void skip(size_t number, const BadLine& bad) {
-    if (on_bad_ == OnBadLine::Error)
-      throw DataError(path_, number, bad.reason + " (use --on-bad-line skip to skip such lines)");
-    ++stats_.skipped;
-    if (stats_.skipped_examples.size() < ReadStats::kMaxSkippedExamples)
-      stats_.skipped_examples.push_back(location(path_, number) + ": " + bad.reason);
-  }
-
-  std::string path_;
-  OnBadLine on_bad_;
-  ReadStats& stats_;
-  std::ifstream file_;
-  uint64_t bytes_read_ = 0;
-};
-
-// Every record of `path`: parse as in LineSource::next.
-template <class Parse>
-void for_each_line(const std::string& path, OnBadLine on_bad, ReadStats& stats, Parse&& parse) {
-  LineSource source(path, on_bad, stats);
-  while (source.next(parse)) {
-  }
-}
-
-// The DataError for a file that held nothing usable, with the first skip reason as a hint.
-DataError nothing_read(const std::string& path, const std::string& what, const ReadStats& stats) {
-  std::string message = "no " + what + " in the file";
-  if (stats.skipped > 0)
-    message += " (all " + std::to_string(stats.skipped) + " non-blank lines were skipped; first: " +
-               stats.skipped_examples.front() + ")";
-  return DataError(path, 0, message);
-}
 
 // ---- JSON helpers ----------------------------------------------------------------------------
 

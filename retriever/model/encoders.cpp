@@ -184,7 +184,7 @@ BiEncoder BiEncoder::torchscript_from_bytes(const std::vector<std::string>& byte
   BiEncoder bi;
   for (const auto& b : bytes) {
     std::istringstream in(b);
-    bi.scripts_.push_back(load_script(in, "(" + std::to_string(b.size()) + " bytes)"));
+    bi.scripts_.push_back(load_script(in, c10::str("(", b.size(), " bytes)")));
   }
   bi.query_ = script_model(bi.scripts_.front());
   bi.passage_ = script_model(bi.scripts_.back());

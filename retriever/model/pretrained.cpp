@@ -60,7 +60,10 @@ std::string describe(const PretrainedModel& model) {
            (o.tokenizer()->padding_side() == hf::Side::kLeft ? "left" : "right");
   }
   std::string modes;
-  for (const auto mode : o.pooling().modes()) modes += (modes.empty() ? "" : "+") + hf::pooling_mode_name(mode);
+  for (const auto mode : o.pooling().modes()) {
+    modes += modes.empty() ? "" : "+";  // appended, not "+" + name: that sends GCC 12's -Wstringop-overflow astray
+    modes += hf::pooling_mode_name(mode);
+  }
   out += ", " + modes + " pooling";
   if (!o.dense().empty()) out += ", " + std::to_string(o.dense().size()) + " Dense";
   const int64_t dimensions = o.dense().empty() ? hf::pooled_dimension(o.pooling()) : o.dense().back().out_features();

@@ -33,7 +33,9 @@ std::string status(const StepRecord& r, bool with_bar) {
   if (!with_bar) return text;
   constexpr int kWidth = 24;
   const int filled = r.total_steps > 0 ? static_cast<int>(kWidth * r.step / r.total_steps) : 0;
-  return "[" + std::string(filled, '#') + std::string(kWidth - filled, '.') + "] " + text;
+  std::string bar = "[";  // appended piece by piece: "[" + std::string(...) sends GCC 12's -Wstringop-overflow astray
+  bar.append(filled, '#').append(kWidth - filled, '.').append("] ").append(text);
+  return bar;
 }
 
 }  // namespace

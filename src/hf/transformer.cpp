@@ -85,6 +85,11 @@ void register_architecture(const std::string& model_type, ArchitectureBuilder bu
   registry().architectures[model_type] = {std::move(builder), std::move(counter)};
 }
 
+bool unregister_architecture(const std::string& model_type) {
+  std::lock_guard<std::mutex> lock(registry().mutex);
+  return registry().architectures.erase(model_type) > 0;
+}
+
 std::vector<std::string> supported_model_types() {
   std::lock_guard<std::mutex> lock(registry().mutex);
   std::vector<std::string> names;

@@ -26,7 +26,7 @@ Where torch or transformers is missing, `make` writes DIR/unavailable.txt saying
 Sizes are small but not degenerate: 2 layers, 4 query heads sharing 2 key-value heads, an
 intermediate size (37) that is not a multiple of anything, dropout on where the architecture has
 it, a sliding window (Mistral) shorter than the texts, a head size (Qwen3) that is not
-hidden / heads. Decoders are fed left-padded batches (as their embedders are), encoders right-padded.
+hidden / heads, Llama 3.1's rope scaling (Llama). Decoders are fed left-padded batches (as their embedders are), encoders right-padded.
 """
 import json
 import os
@@ -47,7 +47,12 @@ ARCHITECTURES = {
     "bert": ("bert", dict(ENCODER, pad_token_id=0), "BertForMaskedLM", "right"),
     "roberta": ("roberta", dict(ENCODER, pad_token_id=1, type_vocab_size=1), "RobertaForMaskedLM", "right"),
     "xlm-roberta": ("xlm-roberta", dict(ENCODER, pad_token_id=1, type_vocab_size=1), "XLMRobertaForMaskedLM", "right"),
-    "llama": ("llama", dict(DECODER, tie_word_embeddings=False, rope_theta=500000.0), "LlamaForCausalLM", "left"),
+    # Llama 3.1's rope scaling, its bands placed so that each of the head's 4 frequencies meets
+    # one: wavelength 6.3 < 32 / 4 kept, 167 smoothed, 4,443 and 118,000 > 32 / 0.125 divided.
+    "llama": ("llama", dict(DECODER, tie_word_embeddings=False,
+                            rope_parameters=dict(rope_type="llama3", rope_theta=500000.0, factor=8.0, low_freq_factor=0.125,
+                                                 high_freq_factor=4.0, original_max_position_embeddings=32)),
+              "LlamaForCausalLM", "left"),
     "mistral": ("mistral", dict(DECODER, sliding_window=4, tie_word_embeddings=False), "MistralForCausalLM", "left"),
     "qwen2": ("qwen2", dict(DECODER, tie_word_embeddings=True, rope_theta=1000000.0), "Qwen2ForCausalLM", "left"),
     "qwen3": ("qwen3", dict(DECODER, head_dim=16, tie_word_embeddings=True, rope_theta=1000000.0),

@@ -111,16 +111,29 @@ TEST(Bert, RegistryRefusesOtherModelTypesListingTheSupported) {
 }
 
 TEST(Bert, ANewArchitectureIsOneRegistration) {
-  // A "bert" twin under another name stands for an architecture added in its own file.
-  hf::register_architecture("bert-twin", [](const std::string& text, const std::string& file) {
-    auto config = nlohmann::json::parse(text);
-    config["model_type"] = "bert";
-    return hf::build_bert(config.dump(), file);
-  });
-  auto model = hf::build_transformer(with_field("model_type", "bert-twin"), "config.json");
-  EXPECT_EQ(model->hidden_size(), 32);
-  const auto types = hf::supported_model_types();
-  EXPECT_NE(std::find(types.begin(), types.end(), "bert-twin"), types.end());
+  // A "bert" twin under another name stands for an architecture added in its own file. The
+  // registry is the process's: the twin leaves it when the test ends, so that no other test
+  // sees it whatever the order.
+  struct Registration {
+    Registration() {
+      hf::register_architecture("bert-twin", [](const std::string& text, const std::string& file) {
+        auto config = nlohmann::json::parse(text);
+        config["model_type"] = "bert";
+        return hf::build_bert(config.dump(), file);
+      });
+    }
+    ~Registration() { hf::unregister_architecture("bert-twin"); }
+  };
+  const auto before = hf::supported_model_types();
+  {
+    const Registration twin;
+    auto model = hf::build_transformer(with_field("model_type", "bert-twin"), "config.json");
+    EXPECT_EQ(model->hidden_size(), 32);
+    const auto types = hf::supported_model_types();
+    EXPECT_NE(std::find(types.begin(), types.end(), "bert-twin"), types.end());
+  }
+  EXPECT_EQ(hf::supported_model_types(), before);
+  EXPECT_FALSE(hf::unregister_architecture("bert-twin"));
 }
 
 TEST(Bert, WeightsThatDisagreeWithTheConfig) {

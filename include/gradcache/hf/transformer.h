@@ -81,6 +81,10 @@ using ParameterCounter = std::function<int64_t(const std::string& config_text, c
 /// Adds (or replaces) the builder of `model_type` (and its counter, if any). "bert" is built in.
 void register_architecture(const std::string& model_type, ArchitectureBuilder builder, ParameterCounter counter = nullptr);
 
+/// Removes the builder of `model_type`; whether there was one. For a registration that must
+/// not outlive its scope (a test's, a plugin's).
+bool unregister_architecture(const std::string& model_type);
+
 /// The model types that can be built, sorted.
 std::vector<std::string> supported_model_types();
 

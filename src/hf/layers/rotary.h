@@ -1,6 +1,6 @@
 // Rotary position embeddings (RoPE) as transformers computes them for Llama, Qwen, Mistral and
-// ModernBERT: the "default" rope_type, the rotate-half layout, cos and sin in fp32 then cast to
-// the activations' dtype.
+// ModernBERT: the "default", "linear" and "llama3" (Llama 3.1 and later) rope types, the
+// rotate-half layout, cos and sin in fp32 then cast to the activations' dtype.
 #pragma once
 
 #include <ATen/core/Tensor.h>
@@ -12,11 +12,23 @@ namespace gradcache {
 namespace hf {
 namespace detail {
 
+/// How the frequencies are rescaled for longer contexts (a config's rope_parameters).
+struct RopeScaling {
+  enum class Kind { Default, Linear, Llama3 };
+  Kind kind = Kind::Default;
+  double factor = 1.0;  ///< linear, llama3: low frequencies divided by it
+  double low_freq_factor = 1.0, high_freq_factor = 4.0;  ///< llama3: the band smoothed between the two
+  int64_t original_max_position_embeddings = 8192;       ///< llama3: the pre-training context
+};
+
+/// "default", "linear" or "llama3".
+const char* rope_type_name(RopeScaling::Kind kind);
+
 class RotaryEmbedding {
  public:
   /// Over `dimension` (the head size) with base `theta` (rope_theta; ModernBERT's global and
-  /// local layers each have their own).
-  RotaryEmbedding(int64_t dimension, double theta);
+  /// local layers each have their own), the frequencies rescaled as `scaling` says.
+  RotaryEmbedding(int64_t dimension, double theta, const RopeScaling& scaling = {});
 
   /// cos and sin [T, dimension] of positions 0 .. length-1 (transformers' default position ids:
   /// the same on every row, whichever side is padded; rotary attention depends only on the

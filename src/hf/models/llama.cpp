@@ -80,7 +80,7 @@ LlamaConfig validated(LlamaConfig config) {
 class LlamaModelImpl : public TransformerBackbone {
  public:
   explicit LlamaModelImpl(LlamaConfig config)
-      : config_(validated(std::move(config))), rotary_(config_.head_size(), config_.rope_theta()) {
+      : config_(validated(std::move(config))), rotary_(config_.head_size(), config_.rope_theta(), config_.rope_scaling()) {
     torch::nn::EmbeddingOptions words(config_.vocab_size(), config_.hidden_size());
     if (config_.pad_token_id() >= 0) words.padding_idx(config_.pad_token_id());
     embed_tokens_ = register_module("embed_tokens", torch::nn::Embedding(words));

@@ -7,6 +7,8 @@
 
 #include <gradcache/hf/transformer.h>
 
+#include "hf/layers/rotary.h"
+
 #include <torch/arg.h>
 
 #include <cstdint>
@@ -35,6 +37,8 @@ struct LlamaConfig {
   TORCH_ARG(double, rms_norm_eps) = 1e-6;
   /// Rotary base (rope_parameters.rope_theta in transformers 5, rope_theta before).
   TORCH_ARG(double, rope_theta) = 10000.0;
+  /// rope_parameters' (or rope_scaling's) rope_type and its fields: default, linear or llama3.
+  TORCH_ARG(detail::RopeScaling, rope_scaling) = {};
   /// Biases on q/k/v/o (Llama's and Qwen3's attention_bias).
   TORCH_ARG(bool, attention_bias) = false;
   /// Biases on q/k/v only (Qwen2, always).
@@ -53,8 +57,9 @@ struct LlamaConfig {
  public:
   static const char* const kModelTypes[4];
   /// Parses and validates a config.json of one of kModelTypes (transformers' defaults for that
-  /// type); ModelFileError naming `file` and the field, including rope scaling other than the
-  /// default rope_type and Qwen's sliding-window layers, which are not supported.
+  /// type); ModelFileError naming `file` and the field, including rope types other than
+  /// default, linear and llama3 (dynamic, yarn, longrope) and Qwen's sliding-window layers,
+  /// which are not supported.
   static LlamaConfig parse(const std::string& text, const std::string& file);
   void validate(const std::string& file) const;
   std::string to_json() const;

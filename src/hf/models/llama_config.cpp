@@ -32,22 +32,49 @@ LlamaConfig defaults_of(const std::string& type) {
   return config;
 }
 
-// The rotary base, and a refusal of any rope scaling but the default: from rope_parameters
-// (transformers 5) or rope_theta / rope_scaling (earlier files).
-double read_rope(const Json& config, double theta, const std::string& file) {
-  const Json* parameters = nullptr;
-  for (const char* key : {"rope_parameters", "rope_scaling"}) {
+struct Rope {
+  double theta;
+  detail::RopeScaling scaling;
+};
+
+// A field of a rope_parameters / rope_scaling object that its rope_type needs.
+double rope_field(const Json& object, const char* key, const std::string& where, double min, double max,
+                  const std::string& file) {
+  if (!object.contains(key)) throw ModelFileError(file, where + " needs \"" + key + "\"");
+  return detail::number_field(object, key, 0, min, max, file);
+}
+
+// The rotary base and scaling: from rope_parameters (transformers 5) or rope_theta /
+// rope_scaling (earlier files; the newer spelling wins where both are given). The rope types
+// whose frequencies depend on the text's length or rescale the attention (dynamic, yarn,
+// longrope) are refused.
+Rope read_rope(const Json& config, double theta, const std::string& file) {
+  Rope rope{detail::number_field(config, "rope_theta", theta, 1, 1e12, file), {}};
+  for (const char* key : {"rope_scaling", "rope_parameters"}) {
     auto it = config.find(key);
     if (it == config.end() || it->is_null()) continue;
     if (!it->is_object()) throw ModelFileError(file, std::string("\"") + key + "\" must be an object");
     const std::string type = detail::string_field(*it, "rope_type", detail::string_field(*it, "type", "default", file), file);
-    if (type != "default")
+    const std::string where = std::string(key) + " of rope_type " + detail::quoted(type);
+    detail::RopeScaling scaling;
+    if (type == "linear" || type == "llama3") scaling.factor = rope_field(*it, "factor", where, 1e-6, 1e6, file);
+    if (type == "linear") scaling.kind = detail::RopeScaling::Kind::Linear;
+    if (type == "llama3") {
+      scaling.kind = detail::RopeScaling::Kind::Llama3;
+      scaling.low_freq_factor = rope_field(*it, "low_freq_factor", where, 1e-6, 1e6, file);
+      scaling.high_freq_factor = rope_field(*it, "high_freq_factor", where, 1e-6, 1e6, file);
+      if (!(scaling.high_freq_factor > scaling.low_freq_factor))
+        throw ModelFileError(file, where + ": high_freq_factor must be larger than low_freq_factor");
+      scaling.original_max_position_embeddings =
+          static_cast<int64_t>(rope_field(*it, "original_max_position_embeddings", where, 1, kMaxPositions, file));
+    }
+    if (type != "default" && scaling.kind == detail::RopeScaling::Kind::Default)
       throw ModelFileError(file, std::string(key) + " asks for rope_type " + detail::quoted(type) +
-                                     ", which is not supported yet (only \"default\" rotary positions)");
-    if (std::string(key) == "rope_parameters") parameters = &*it;
+                                     ", which is not supported yet (supported: default, linear, llama3)");
+    rope.scaling = scaling;
+    if (std::string(key) == "rope_parameters") rope.theta = detail::number_field(*it, "rope_theta", rope.theta, 1, 1e12, file);
   }
-  theta = detail::number_field(config, "rope_theta", theta, 1, 1e12, file);
-  return parameters != nullptr ? detail::number_field(*parameters, "rope_theta", theta, 1, 1e12, file) : theta;
+  return rope;
 }
 
 // Qwen2/Qwen3 files may name sliding-window layers; this library computes full attention only there.
@@ -90,7 +117,8 @@ LlamaConfig LlamaConfig::parse(const std::string& text, const std::string& file)
   if (out.model_type() == "qwen2" || out.model_type() == "qwen3") refuse_qwen_windows(config, file);
   detail::FieldReader reader(config, file);
   out.visit(reader);
-  out.rope_theta(read_rope(config, out.rope_theta(), file));
+  const Rope rope = read_rope(config, out.rope_theta(), file);
+  out.rope_theta(rope.theta).rope_scaling(rope.scaling);
   out.source_json(text);
   out.validate(file);
   return out;
@@ -131,7 +159,15 @@ std::string LlamaConfig::to_json() const {
   config["num_key_value_heads"] = key_value_heads();
   // Both spellings of the rotary base: transformers 5 reads rope_parameters, earlier ones rope_theta.
   config["rope_theta"] = rope_theta();
-  config["rope_parameters"] = Json{{"rope_type", "default"}, {"rope_theta", rope_theta()}};
+  const detail::RopeScaling& scaling = rope_scaling();
+  Json rope = {{"rope_type", detail::rope_type_name(scaling.kind)}, {"rope_theta", rope_theta()}};
+  if (scaling.kind != detail::RopeScaling::Kind::Default) rope["factor"] = scaling.factor;
+  if (scaling.kind == detail::RopeScaling::Kind::Llama3) {
+    rope["low_freq_factor"] = scaling.low_freq_factor;
+    rope["high_freq_factor"] = scaling.high_freq_factor;
+    rope["original_max_position_embeddings"] = scaling.original_max_position_embeddings;
+  }
+  config["rope_parameters"] = rope;
   if (!config.contains("architectures")) {
     const std::string type = model_type();
     config["architectures"] = Json::array({type == "llama" ? "LlamaModel" : type == "mistral" ? "MistralModel"
