@@ -7,7 +7,7 @@
 //   gradcache-search-bench --checkpoint runs/quick --output docs/search.json
 #include "retriever/data/task.h"
 #include "retriever/launch/threads.h"
-#include "retriever/run/atomic_file.h"
+#include "retriever/files/atomic_file.h"
 #include "retriever/run/checkpoint.h"
 #include "retriever/search/bm25.h"
 #include "retriever/search/dense_index.h"

@@ -1,5 +1,5 @@
 // libFuzzer target: loading a checkpoint (what `gradcache eval` and `--resume` do first) from
-// any bytes, through load_checkpoint_bytes: the zip's CRC checks (retriever/run/zip_integrity.h),
+// any bytes, through load_checkpoint_bytes: the zip's CRC checks (retriever/files/zip_integrity.h),
 // then LibTorch's reader, the run's info and the model. The contract checked on every input,
 // besides no crash, hang or leak: the only exception is CheckpointError, with a valid UTF-8
 // message.

@@ -11,7 +11,7 @@
 #pragma once
 
 #include "retriever/data/text_data.h"
-#include "retriever/run/plain_file_name.h"
+#include "retriever/files/plain_file_name.h"
 
 #include <unistd.h>
 

@@ -9,7 +9,8 @@ to follow one cache step.
 Limits (the redesign issue): no function over 80 lines in the library, the program, the
 benchmarks, the tests or the examples; no source file over 500 lines; the files of one cache
 step (cache_step_files(): what grad_cache.h and grad_cache.cpp reach through their includes)
-at most MAX_CACHE_STEP_LINES; every relative link of the README and docs/ names a file that exists.
+at most MAX_CACHE_STEP_LINES; every relative link of the README and docs/ names a file that exists;
+the retriever's folders are layers (RETRIEVER_LAYERS): no file includes one of a folder above its own.
 
 A function's length runs from the line of its signature to its closing brace. Functions are
 found by brace matching on the source with comments, strings and character literals blanked
@@ -77,6 +78,30 @@ def cache_step_files():
 def blank_comments(text):
     """Comments removed (an #include named in a comment is not an include)."""
     return re.sub(r"//[^\n]*|/\*.*?\*/", "", text, flags=re.S)
+
+
+# The retriever's folders, bottom to top: a file may include files of its own folder and of the
+# folders below it, never of one above (the README's "Layout").
+RETRIEVER_LAYERS = ["files", "launch", "data", "model", "config", "search", "run", "train", "commands"]
+_RETRIEVER_INCLUDE = re.compile(r'^\s*#\s*include\s*"retriever/([^"/]+)/([^"]+)"', re.M)
+
+
+def upward_includes():
+    """(file, included file) for each include of a retriever file that points up the layers, or
+    into a folder that is not a layer."""
+    rank = {name: i for i, name in enumerate(RETRIEVER_LAYERS)}
+    found = []
+    for p in sorted((ROOT / "retriever").rglob("*")):
+        if p.suffix not in SUFFIXES:
+            continue
+        rel = p.relative_to(ROOT / "retriever")
+        if len(rel.parts) < 2:
+            continue
+        own = rel.parts[0]
+        for folder, name in _RETRIEVER_INCLUDE.findall(blank_comments(p.read_text())):
+            if folder not in rank or own not in rank or rank[folder] > rank[own]:
+                found.append({"file": f"retriever/{rel}", "includes": f"retriever/{folder}/{name}"})
+    return found
 
 
 # Every relative link of the README and docs/ must name a file that exists.
@@ -214,6 +239,8 @@ def measure():
         "cache_step_files": step,
         "cache_step_lines": sum(s["lines"] for s in step),
         "broken_doc_links": broken_doc_links(),
+        "retriever_layers": RETRIEVER_LAYERS,
+        "upward_includes": upward_includes(),
     }
 
 
@@ -224,7 +251,7 @@ def main():
     args = parser.parse_args()
     m = measure()
     ok = (not m["functions_over_limit"] and not m["files_over_limit"] and m["cache_step_lines"] <= MAX_CACHE_STEP_LINES
-          and not m["broken_doc_links"])
+          and not m["broken_doc_links"] and not m["upward_includes"])
     if args.json:
         m["longest_functions"] = m["longest_functions"][: args.top]
         m["largest_files"] = m["largest_files"][: args.top]
@@ -247,6 +274,10 @@ def main():
         print(f"FAIL file over {MAX_FILE_LINES} lines: {f['file']} ({f['lines']})")
     if m["cache_step_lines"] > MAX_CACHE_STEP_LINES:
         print(f"FAIL one cache step spans {m['cache_step_lines']} lines (limit {MAX_CACHE_STEP_LINES})")
+    print(f"retriever layers, bottom to top: {' < '.join(RETRIEVER_LAYERS)}; "
+          f"{len(m['upward_includes'])} upward includes")
+    for u in m["upward_includes"]:
+        print(f"FAIL an include up the retriever's layers: {u['file']} includes {u['includes']}")
     for link in m["broken_doc_links"]:
         print(f"FAIL a link to a file that does not exist: {link}")
     print("code shape: " + ("all limits hold" if ok else "limits exceeded"))

@@ -5,7 +5,7 @@
 #include "retriever/config/model_selection_settings.h"
 #include "retriever/config/similarity_settings.h"
 #include "retriever/data/text_data.h"
-#include "retriever/run/atomic_file.h"
+#include "retriever/files/atomic_file.h"
 
 #include <gradcache/precision.h>
 

@@ -7,6 +7,7 @@
 #include "retriever/config/model_selection_settings.h"
 #include "retriever/config/settings_table.h"
 #include "retriever/config/similarity_settings.h"
+#include "retriever/data/data_settings.h"
 #include "retriever/data/text_data.h"
 #include "retriever/model/tokenizer.h"
 
@@ -38,14 +39,6 @@ std::string to_string(LossKind loss);
 bool is_symmetric(LossKind loss);
 /// Whether a --loss is computed tile by tile.
 bool is_streaming(LossKind loss);
-
-/// Where the training pairs and the evaluation data come from.
-struct DataSettings {
-  std::string train_file;  ///< JSONL (Tevatron layout) or TSV; "" = WordNet
-  std::string wordnet_dir = "/usr/share/wordnet";
-  std::string eval_corpus, eval_queries, eval_qrels;  ///< evaluation data for user training data
-  OnBadLine on_bad_line = OnBadLine::Error;
-};
 
 /// The tokenizer and how many tokens of each side it keeps.
 struct TokenizerSettings {

@@ -2,7 +2,7 @@
 // same data, or its saved position in the data means nothing.
 #pragma once
 
-#include "retriever/config/train_config.h"
+#include "retriever/data/data_settings.h"
 
 #include <nlohmann/json.hpp>
 

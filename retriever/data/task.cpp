@@ -1,7 +1,6 @@
 #include "retriever/data/task.h"
 
 #include "retriever/data/data_files.h"
-#include "retriever/data/dev_split.h"
 #include "retriever/data/wordnet.h"
 
 #include <stdexcept>
@@ -74,21 +73,6 @@ TrainingPairs load_training_pairs(const std::string& train_file, const std::stri
   return pairs;
 }
 
-namespace {
-
-// The dev data of --train-file data: the --dev-* files, or pairs held out of `train`.
-EvalData user_dev_data(const TrainConfig& config, std::vector<TrainExample>& train, std::vector<std::string>& notices) {
-  if (config.selection.dev_fraction > 0)
-    return hold_out_dev(train, config.selection.dev_fraction, config.training.seed, config.data.train_file);
-  const auto& corpus = config.selection.dev_corpus.empty() ? config.data.eval_corpus : config.selection.dev_corpus;
-  auto dev = read_eval_files({corpus, config.selection.dev_queries, config.selection.dev_qrels},
-                             config.data.on_bad_line, notices);
-  dev.name = "dev " + dev.name;
-  return dev;
-}
-
-}  // namespace
-
 EvalData load_wordnet_eval(const std::string& wordnet_dir, const std::string& split, bool quick) {
   WordNetOptions options;
   options.dir = wordnet_dir;
@@ -97,31 +81,14 @@ EvalData load_wordnet_eval(const std::string& wordnet_dir, const std::string& sp
   return quick ? quick_eval(std::move(eval)) : eval;
 }
 
-TaskData load_task(const TrainConfig& config, const std::string& split) {
-  TaskData task;
-  const auto on_bad = config.data.on_bad_line;
-  auto pairs = load_training_pairs(config.data.train_file, config.data.wordnet_dir, DataFiles(on_bad, task.notices));
-  task.train = std::move(pairs.examples);
-  if (pairs.wordnet) {
-    if (config.eval.enabled) task.eval = wordnet_split(*pairs.wordnet, split);
-    if (config.selection.eval_every > 0) task.dev = wordnet_split(*pairs.wordnet, "dev");
-  } else {
-    if (config.eval.enabled && !config.data.eval_corpus.empty()) {
-      task.eval = read_eval_files({config.data.eval_corpus, config.data.eval_queries, config.data.eval_qrels}, on_bad,
-                                  task.notices);
-    }
-    if (config.selection.eval_every > 0) task.dev = user_dev_data(config, task.train, task.notices);
+void cut_to_quick(TaskData& task) {
+  if (task.train.size() > kQuickTrain) {  // every n-th example: all parts of the data
+    std::vector<TrainExample> subset;
+    for (size_t i = 0; i < kQuickTrain; ++i) subset.push_back(std::move(task.train[i * task.train.size() / kQuickTrain]));
+    task.train = std::move(subset);
   }
-  if (config.quick) {
-    if (task.train.size() > kQuickTrain) {  // every n-th example: all parts of the data
-      std::vector<TrainExample> subset;
-      for (size_t i = 0; i < kQuickTrain; ++i) subset.push_back(std::move(task.train[i * task.train.size() / kQuickTrain]));
-      task.train = std::move(subset);
-    }
-    if (task.eval) task.eval = quick_eval(std::move(*task.eval));
-    if (task.dev) task.dev = quick_eval(std::move(*task.dev));
-  }
-  return task;
+  if (task.eval) task.eval = quick_eval(std::move(*task.eval));
+  if (task.dev) task.dev = quick_eval(std::move(*task.dev));
 }
 
 }  // namespace retriever

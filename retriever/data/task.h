@@ -1,7 +1,7 @@
-// The data a training run uses: the built-in WordNet task or the user's files.
+// The data a training run uses: the built-in WordNet task or the user's files (which of them a
+// run's settings name: run/load_task.h).
 #pragma once
 
-#include "retriever/config/train_config.h"
 #include "retriever/data/data_files.h"
 #include "retriever/data/judgements.h"
 #include "retriever/data/text_data.h"
@@ -31,12 +31,10 @@ struct TaskData {
   std::vector<std::string> notices;
 };
 
-/// Training examples and evaluation data a config names: WordNet (its train split, and its
-/// test split ranked against the whole corpus) unless --train-file is given; then the
-/// evaluation files if given. With --quick, a small deterministic subset.
-/// `split` picks WordNet's evaluation split: "test" or "dev". With --eval-every, also the
-/// dev data (TaskData::dev).
-TaskData load_task(const TrainConfig& config, const std::string& split = "test");
+/// --quick: a small deterministic subset of the training examples (every n-th, so that every
+/// part of the data is in it) and of the evaluation and dev queries (their judged passages
+/// kept in the reduced corpus), so that a smoke test runs in seconds.
+void cut_to_quick(TaskData& task);
 
 /// An evaluation set from its files (the corpus, the queries and their judgements), named after
 /// the queries file. Adds to `notices` what reading skipped (--on-bad-line skip) and the

@@ -4,6 +4,8 @@
 // OnBadLine::Skip the bad lines are counted instead (ReadStats) and reading goes on.
 #pragma once
 
+#include "retriever/files/utf8.h"
+
 #include <cstddef>
 #include <cstdint>
 #include <map>
@@ -43,15 +45,6 @@ struct ReadStats {
   std::vector<std::string> skipped_examples;  // at most kMaxSkippedExamples
   static constexpr size_t kMaxSkippedExamples = 5;
 };
-
-/// Returns the byte offset of the first invalid UTF-8 sequence, or std::nullopt if valid.
-/// Overlong encodings, UTF-16 surrogates (U+D800..U+DFFF), code points above U+10FFFF and
-/// truncated sequences are invalid.
-std::optional<size_t> find_invalid_utf8(std::string_view text);
-
-/// `text` made valid UTF-8 for a message, each stray byte written as "\xNN": messages are
-/// printed and may be put in JSON reports, which need valid UTF-8.
-std::string printable_utf8(std::string_view text);
 
 /// One training query with its relevant passages and (optional) hard negatives.
 struct TrainExample {

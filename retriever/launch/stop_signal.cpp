@@ -1,6 +1,6 @@
 #include "retriever/launch/stop_signal.h"
 
-#include "retriever/run/atomic_file.h"
+#include "retriever/files/atomic_file.h"
 
 #include <fcntl.h>
 #include <poll.h>

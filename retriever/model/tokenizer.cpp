@@ -1,7 +1,7 @@
 #include "retriever/model/tokenizer.h"
 
 #include "retriever/launch/stop_signal.h"
-#include "retriever/run/atomic_file.h"
+#include "retriever/files/atomic_file.h"
 
 #include <dlfcn.h>
 #include <sys/mman.h>
@@ -225,7 +225,7 @@ int vocab_limit(const std::string& message) {
                            "): " + message);
 }
 
-// The run directory's writer (run/atomic_file.h): fsync before the rename, and an error that names the
+// The run directory's writer (files/atomic_file.h): fsync before the rename, and an error that names the
 // file and the system's reason ("No space left on device") rather than a guess.
 void write_model_file(const std::string& path, const std::string& bytes) {
   const fs::path target(path);

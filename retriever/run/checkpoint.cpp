@@ -1,9 +1,9 @@
 #include "retriever/run/checkpoint.h"
 
-#include "retriever/model/build_model.h"
-#include "retriever/run/atomic_file.h"
-#include "retriever/run/error_message.h"
-#include "retriever/run/zip_integrity.h"
+#include "retriever/run/build_model.h"
+#include "retriever/files/atomic_file.h"
+#include "retriever/files/error_message.h"
+#include "retriever/files/zip_integrity.h"
 
 #include <torch/torch.h>
 

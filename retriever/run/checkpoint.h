@@ -65,7 +65,7 @@ void save_checkpoint(const std::string& path, const CheckpointInfo& info, const 
                      const GradScaler* scaler = nullptr);
 
 /// Reads a checkpoint's info. Throws CheckpointError saying what is wrong when the file is
-/// missing, damaged (a zip entry fails its CRC check: see run/zip_integrity.h), truncated or not a
+/// missing, damaged (a zip entry fails its CRC check: see files/zip_integrity.h), truncated or not a
 /// gradcache checkpoint.
 CheckpointInfo read_checkpoint_info(const std::string& path);
 

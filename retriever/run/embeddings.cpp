@@ -1,9 +1,9 @@
 #include "retriever/run/embeddings.h"
 
 #include "retriever/data/text_data.h"
-#include "retriever/run/atomic_file.h"
-#include "retriever/run/npy.h"
-#include "retriever/run/plain_file_name.h"
+#include "retriever/files/atomic_file.h"
+#include "retriever/files/npy.h"
+#include "retriever/files/plain_file_name.h"
 
 #include <torch/torch.h>
 

@@ -1,7 +1,7 @@
 #include "retriever/run/run_directory.h"
 
-#include "retriever/run/atomic_file.h"
-#include "retriever/run/staged_directory.h"
+#include "retriever/files/atomic_file.h"
+#include "retriever/files/staged_directory.h"
 
 #include <unistd.h>
 

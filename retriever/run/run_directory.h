@@ -11,7 +11,7 @@
 
 #include "retriever/config/train_config.h"
 #include "retriever/run/checkpoint.h"
-#include "retriever/train/progress.h"
+#include "retriever/run/progress.h"
 
 #include <nlohmann/json.hpp>
 

@@ -4,7 +4,7 @@
 #pragma once
 
 #include "retriever/config/train_config.h"
-#include "retriever/data/training_data.h"
+#include "retriever/train/training_data.h"
 #include "retriever/search/evaluate.h"
 
 #include <atomic>

@@ -1,11 +1,11 @@
 // The training loop. What it stands on lives in its own files: the run directory
-// (run/run_directory.h), the data and its batches (data/training_data.h), the model, optimizer and
+// (run/run_directory.h), the data and its batches (train/training_data.h), the model, optimizer and
 // loss (train/training_state.h), and the step of each mode (train/training_step.h).
 #include "retriever/train/trainer.h"
 
 #include "retriever/config/matryoshka_settings.h"
 #include "retriever/data/data_fingerprint.h"
-#include "retriever/data/training_data.h"
+#include "retriever/train/training_data.h"
 #include "retriever/launch/threads.h"
 #include "retriever/model/encode_all.h"
 #include "retriever/model/batching.h"
@@ -13,7 +13,7 @@
 #include "retriever/search/evaluate.h"
 #include "retriever/train/curves.h"
 #include "retriever/train/model_selection.h"
-#include "retriever/train/progress.h"
+#include "retriever/run/progress.h"
 #include "retriever/train/run_evaluation.h"
 #include "retriever/train/training_state.h"
 #include "retriever/train/training_step.h"

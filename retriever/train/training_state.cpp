@@ -1,10 +1,10 @@
 #include "retriever/train/training_state.h"
 
-#include "retriever/model/build_model.h"
+#include "retriever/run/build_model.h"
 
 #include "retriever/config/matryoshka_settings.h"
 #include "retriever/config/similarity_settings.h"
-#include "retriever/data/training_data.h"
+#include "retriever/train/training_data.h"
 #include "retriever/train/training_loss.h"
 
 #include <gradcache/distributed.h>

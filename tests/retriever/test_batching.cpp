@@ -1,5 +1,5 @@
 // The retriever's encoder, batching and checkpoint pieces.
-#include "retriever/model/build_model.h"
+#include "retriever/run/build_model.h"
 #include "retriever/model/batching.h"
 #include "retriever/model/encoders.h"
 #include "tests/retriever/train_test_util.h"

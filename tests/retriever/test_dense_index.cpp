@@ -3,7 +3,7 @@
 #include "retriever/data/task.h"
 #include "retriever/search/dense_index.h"
 #include "retriever/model/encode_all.h"
-#include "retriever/search/evaluate_run.h"
+#include "retriever/commands/evaluate_run.h"
 #include "retriever/search/exact_top_k.h"
 #include "retriever/search/metrics.h"
 

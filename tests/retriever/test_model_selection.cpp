@@ -2,7 +2,7 @@
 // --patience, and that a resumed run chooses as an uninterrupted one.
 #include "retriever/data/dev_split.h"
 #include "retriever/data/passage_corpus.h"
-#include "retriever/run/atomic_file.h"
+#include "retriever/files/atomic_file.h"
 #include "retriever/train/model_selection.h"
 #include "tests/retriever/train_test_util.h"
 

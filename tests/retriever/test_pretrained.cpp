@@ -4,7 +4,7 @@
 // description of the model round-trips, and the settings that do not apply are refused.
 #include "retriever/config/train_config.h"
 #include "retriever/model/batching.h"
-#include "retriever/model/build_model.h"
+#include "retriever/run/build_model.h"
 #include "retriever/model/pretrained.h"
 #include "retriever/train/training_step.h"
 #include "tests/core/test_util.h"

@@ -1,7 +1,7 @@
 // --resume and the training data: a changed file is named and refused, checkpoints of earlier
 // versions (no fingerprint) still resume, and the progress line counts the run's steps.
-#include "retriever/run/atomic_file.h"
-#include "retriever/train/progress.h"
+#include "retriever/files/atomic_file.h"
+#include "retriever/run/progress.h"
 #include "tests/retriever/train_test_util.h"
 
 #include <gtest/gtest.h>

@@ -3,7 +3,7 @@
 // are stopped end to end by tests/cli/signals_test.sh.
 #include "retriever/launch/stop_signal.h"
 #include "retriever/model/tokenizer.h"
-#include "retriever/run/atomic_file.h"
+#include "retriever/files/atomic_file.h"
 #include "tests/retriever/text_test_util.h"
 
 #include <gtest/gtest.h>

@@ -1,6 +1,6 @@
 // find_zip_damage on archives built here byte by byte: stored, deflated and zip64 entries,
 // intact and damaged.
-#include "retriever/run/zip_integrity.h"
+#include "retriever/files/zip_integrity.h"
 
 #include <gtest/gtest.h>
 #include <zlib.h>

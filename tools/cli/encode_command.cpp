@@ -1,10 +1,10 @@
 // `gradcache encode`: a run (or an export) and a corpus -> an embeddings directory of .npy
 // shards (retriever/run/embeddings.h). The flags come from the settings table
-// (retriever/search/encode_corpus.cpp); the progress bar on stderr is the command's own.
+// (retriever/commands/encode_corpus.cpp); the progress bar on stderr is the command's own.
 #include "commands.h"
 #include "setting_flags.h"
 
-#include "retriever/search/encode_corpus.h"
+#include "retriever/commands/encode_corpus.h"
 #include "retriever/search/evaluate.h"
 
 #include <unistd.h>

@@ -1,11 +1,11 @@
 // `gradcache eval`: a checkpoint, a corpus, queries and judgements -> retrieval metrics. The
-// flags come from the settings table (retriever/search/evaluate_run.cpp); --json, how to
+// flags come from the settings table (retriever/commands/evaluate_run.cpp); --json, how to
 // print, is the command's own.
 #include "commands.h"
 #include "setting_flags.h"
 
 #include "retriever/search/evaluate.h"
-#include "retriever/search/evaluate_run.h"
+#include "retriever/commands/evaluate_run.h"
 
 #include <cstdio>
 #include <iostream>

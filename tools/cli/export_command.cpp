@@ -1,9 +1,9 @@
 // `gradcache export`: a run -> a sentence-transformers directory (a --model-dir run) or TorchScript
-// encoders with the tokenizer and export.json (retriever/run/export_run.h).
+// encoders with the tokenizer and export.json (retriever/commands/export_run.h).
 #include "commands.h"
 #include "setting_flags.h"
 
-#include "retriever/run/export_run.h"
+#include "retriever/commands/export_run.h"
 
 #include <iostream>
 

@@ -4,7 +4,7 @@
 #include "setting_flags.h"
 
 #include "retriever/search/evaluate.h"
-#include "retriever/search/mine.h"
+#include "retriever/commands/mine.h"
 
 #include <iostream>
 

@@ -8,7 +8,7 @@
 #include "retriever/launch/local_launcher.h"
 #include "retriever/launch/torchrun.h"
 #include "retriever/model/encode_all.h"
-#include "retriever/run/atomic_file.h"
+#include "retriever/files/atomic_file.h"
 #include "retriever/train/trainer.h"
 
 #include <unistd.h>

@@ -1,4 +1,4 @@
-#include "retriever/run/zip_integrity.h"
+#include "retriever/files/zip_integrity.h"
 
 #include <zlib.h>
 

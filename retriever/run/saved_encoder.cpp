@@ -1,11 +1,11 @@
-#include "retriever/model/saved_encoder.h"
+#include "retriever/run/saved_encoder.h"
 
 #include "retriever/data/text_data.h"
-#include "retriever/run/atomic_file.h"
+#include "retriever/files/atomic_file.h"
 #include "retriever/run/checkpoint.h"
-#include "retriever/run/error_message.h"
-#include "retriever/run/plain_file_name.h"
-#include "retriever/run/zip_integrity.h"
+#include "retriever/files/error_message.h"
+#include "retriever/files/plain_file_name.h"
+#include "retriever/files/zip_integrity.h"
 
 #include <torch/torch.h>
 

@@ -1,11 +1,11 @@
-#include "retriever/search/evaluate_run.h"
+#include "retriever/commands/evaluate_run.h"
 
 #include "retriever/config/device.h"
 #include "retriever/config/matryoshka_settings.h"
-#include "retriever/config/model_source_settings.h"
-#include "retriever/config/search_settings.h"
+#include "retriever/commands/model_source_settings.h"
+#include "retriever/search/search_settings.h"
 #include "retriever/data/task.h"
-#include "retriever/model/saved_encoder.h"
+#include "retriever/run/saved_encoder.h"
 #include "retriever/run/checkpoint.h"
 #include "retriever/search/evaluate.h"
 

@@ -1,7 +1,7 @@
 // The text of an exception as users should read it.
 #pragma once
 
-#include "retriever/data/text_data.h"
+#include "retriever/files/utf8.h"
 
 #include <c10/util/Exception.h>
 

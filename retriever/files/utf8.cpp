@@ -1,6 +1,5 @@
-// UTF-8 checks of the text readers (declared in data/text_data.h): finding invalid sequences and
-// making text printable for messages.
-#include "retriever/data/text_data.h"
+// UTF-8 checks: finding invalid sequences and making text printable for messages.
+#include "retriever/files/utf8.h"
 
 namespace gradcache::retriever {
 

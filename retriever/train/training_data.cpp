@@ -1,4 +1,4 @@
-#include "retriever/data/training_data.h"
+#include "retriever/train/training_data.h"
 
 #include "retriever/model/batching.h"
 

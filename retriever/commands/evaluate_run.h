@@ -4,7 +4,7 @@
 
 #include "retriever/config/settings_table.h"
 #include "retriever/config/train_config.h"
-#include "retriever/model/saved_encoder.h"
+#include "retriever/run/saved_encoder.h"
 #include "retriever/search/evaluate.h"
 #include "retriever/search/metrics.h"
 

@@ -1,13 +1,13 @@
-#include "retriever/search/encode_corpus.h"
+#include "retriever/commands/encode_corpus.h"
 
 #include "retriever/config/device.h"
 #include "retriever/config/matryoshka_settings.h"
-#include "retriever/config/model_source_settings.h"
+#include "retriever/commands/model_source_settings.h"
 #include "retriever/data/data_files.h"
 #include "retriever/data/text_data.h"
-#include "retriever/model/saved_encoder.h"
+#include "retriever/run/saved_encoder.h"
 #include "retriever/run/embeddings.h"
-#include "retriever/run/staged_directory.h"
+#include "retriever/files/staged_directory.h"
 #include "retriever/model/encode_all.h"
 
 #include <gradcache/matryoshka_loss.h>

@@ -6,7 +6,7 @@
 #include "retriever/config/settings_table.h"
 #include "retriever/config/train_config.h"
 #include "retriever/model/encode_all.h"
-#include "retriever/model/saved_encoder.h"
+#include "retriever/run/saved_encoder.h"
 #include "retriever/search/dense_index.h"
 #include "retriever/search/negative_mining.h"
 

@@ -1,10 +1,10 @@
 // The settings that say which pretrained model a command reads (--model-dir, the prompt flags,
 // --query-max-len, --passage-max-len), declared once for eval, encode and mine: any settings
-// struct with a member `PretrainedSource pretrained` (model/saved_encoder.h).
+// struct with a member `PretrainedSource pretrained` (run/saved_encoder.h).
 #pragma once
 
 #include "retriever/config/settings_table.h"
-#include "retriever/model/saved_encoder.h"
+#include "retriever/run/saved_encoder.h"
 
 namespace gradcache::retriever {
 

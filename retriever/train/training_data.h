@@ -4,7 +4,7 @@
 #pragma once
 
 #include "retriever/config/train_config.h"
-#include "retriever/data/task.h"
+#include "retriever/run/load_task.h"
 #include "retriever/model/encoders.h"
 #include "retriever/model/pretrained.h"
 #include "retriever/model/tokenizer.h"

@@ -1,4 +1,4 @@
-#include "retriever/train/progress.h"
+#include "retriever/run/progress.h"
 
 #include "retriever/launch/process_memory.h"
 

@@ -1,14 +1,14 @@
-#include "retriever/run/export_run.h"
+#include "retriever/commands/export_run.h"
 
 #include "retriever/config/matryoshka_settings.h"
 #include "retriever/launch/stop_signal.h"
 #include "retriever/model/batching.h"
-#include "retriever/model/saved_encoder.h"
+#include "retriever/run/saved_encoder.h"
 #include "retriever/model/tokenizer.h"
 #include "retriever/model/torchscript_export.h"
-#include "retriever/run/atomic_file.h"
+#include "retriever/files/atomic_file.h"
 #include "retriever/run/checkpoint.h"
-#include "retriever/run/staged_directory.h"
+#include "retriever/files/staged_directory.h"
 
 #include <gradcache/matryoshka_loss.h>
 

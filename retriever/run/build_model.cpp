@@ -1,4 +1,4 @@
-#include "retriever/model/build_model.h"
+#include "retriever/run/build_model.h"
 
 #include "retriever/config/similarity_settings.h"
 

@@ -1,0 +1,42 @@
+#include "retriever/run/load_task.h"
+
+#include "retriever/data/data_files.h"
+#include "retriever/data/dev_split.h"
+#include "retriever/data/wordnet.h"
+
+namespace gradcache::retriever {
+namespace {
+
+// The dev data of --train-file data: the --dev-* files, or pairs held out of `train`.
+EvalData user_dev_data(const TrainConfig& config, std::vector<TrainExample>& train, std::vector<std::string>& notices) {
+  if (config.selection.dev_fraction > 0)
+    return hold_out_dev(train, config.selection.dev_fraction, config.training.seed, config.data.train_file);
+  const auto& corpus = config.selection.dev_corpus.empty() ? config.data.eval_corpus : config.selection.dev_corpus;
+  auto dev = read_eval_files({corpus, config.selection.dev_queries, config.selection.dev_qrels},
+                             config.data.on_bad_line, notices);
+  dev.name = "dev " + dev.name;
+  return dev;
+}
+
+}  // namespace
+
+TaskData load_task(const TrainConfig& config, const std::string& split) {
+  TaskData task;
+  const auto on_bad = config.data.on_bad_line;
+  auto pairs = load_training_pairs(config.data.train_file, config.data.wordnet_dir, DataFiles(on_bad, task.notices));
+  task.train = std::move(pairs.examples);
+  if (pairs.wordnet) {
+    if (config.eval.enabled) task.eval = wordnet_split(*pairs.wordnet, split);
+    if (config.selection.eval_every > 0) task.dev = wordnet_split(*pairs.wordnet, "dev");
+  } else {
+    if (config.eval.enabled && !config.data.eval_corpus.empty()) {
+      task.eval = read_eval_files({config.data.eval_corpus, config.data.eval_queries, config.data.eval_qrels}, on_bad,
+                                  task.notices);
+    }
+    if (config.selection.eval_every > 0) task.dev = user_dev_data(config, task.train, task.notices);
+  }
+  if (config.quick) cut_to_quick(task);
+  return task;
+}
+
+}  // namespace gradcache::retriever
