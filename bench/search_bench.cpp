@@ -6,8 +6,8 @@
 //
 //   gradcache-search-bench --checkpoint runs/quick --output docs/search.json
 #include "retriever/data/task.h"
-#include "retriever/launch/threads.h"
 #include "retriever/files/atomic_file.h"
+#include "retriever/launch/threads.h"
 #include "retriever/run/checkpoint.h"
 #include "retriever/search/bm25.h"
 #include "retriever/search/dense_index.h"

@@ -10,8 +10,8 @@
 // - an encoder that loads turns a text into one finite vector of export.json's "dim" (any
 //   exception there escapes, and libFuzzer reports it).
 #include "fuzz_common.h"
-#include "retriever/run/saved_encoder.h"
 #include "retriever/files/atomic_file.h"
+#include "retriever/run/saved_encoder.h"
 
 #include <nlohmann/json.hpp>
 #include <torch/torch.h>

@@ -233,7 +233,7 @@ std::vector<at::Tensor> GradCache::build_cache(const std::vector<at::Tensor>& re
   // With a scaler only this loss is scaled (checked above unscaled): the cached gradients
   // carry the scale into the replay; an fp16 overflow there shows up as inf gradients,
   // which the scaler's step skips.
-  (options().scaler() ? options().scaler()->scale(loss) : loss).backward();
+  (options().scaler() ? scale_loss(*options().scaler(), loss) : loss).backward();
   std::vector<at::Tensor> grads;
   for (const auto& leaf : leaves) grads.push_back(leaf.grad());
   loss_out = loss.detach().reshape({});

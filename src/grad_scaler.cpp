@@ -1,5 +1,7 @@
 #include <gradcache/grad_scaler.h>
 
+#include <gradcache/grad_cache.h>  // scale_loss
+
 #include <torch/optim/optimizer.h>
 #include <torch/serialize/archive.h>
 
@@ -26,6 +28,8 @@ at::Tensor GradScaler::scale(const at::Tensor& loss) const {
               loss.defined() ? loss.toString() : std::string("an undefined tensor"));
   return loss * scale_;
 }
+
+at::Tensor scale_loss(const GradScaler& scaler, const at::Tensor& loss) { return scaler.scale(loss); }
 
 void GradScaler::unscale_(torch::optim::Optimizer& optimizer) {
   if (!options_.enabled()) return;

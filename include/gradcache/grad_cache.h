@@ -2,7 +2,6 @@
 #pragma once
 
 #include <gradcache/errors.h>
-#include <gradcache/grad_scaler.h>
 #include <gradcache/loss.h>
 #include <gradcache/model.h>
 #include <gradcache/model_call.h>
@@ -19,6 +18,12 @@
 #include <vector>
 
 namespace gradcache {
+
+// fp16 loss scaling (grad_scaler.h) is an extension the cache step calls once, in step 2: the
+// step needs only this declaration, not the scaler.
+class GradScaler;
+/// `loss` times `scaler`'s current scale (defined with GradScaler, in grad_scaler.cpp).
+at::Tensor scale_loss(const GradScaler& scaler, const at::Tensor& loss);
 
 struct GradCacheOptions {
   /// Splits an input into chunks; needed for inputs split_input() cannot split.

@@ -1,14 +1,15 @@
 #include "retriever/commands/encode_corpus.h"
 
+#include "retriever/commands/model_source_settings.h"
 #include "retriever/config/device.h"
 #include "retriever/config/matryoshka_settings.h"
-#include "retriever/commands/model_source_settings.h"
 #include "retriever/data/data_files.h"
 #include "retriever/data/text_data.h"
-#include "retriever/run/saved_encoder.h"
-#include "retriever/run/embeddings.h"
 #include "retriever/files/staged_directory.h"
+#include "retriever/launch/threads.h"
 #include "retriever/model/encode_all.h"
+#include "retriever/run/embeddings.h"
+#include "retriever/run/saved_encoder.h"
 
 #include <gradcache/matryoshka_loss.h>
 
@@ -40,15 +41,10 @@ SettingsTable<EncodeSettings> make_encode_settings() {
   t.add(field("shard_size", &S::shard_size, "--shard-size", "Rows per .npy file: texts held in memory at once")
             .checked(positive()));
   t.add(field("batch_size", &S::batch_size, "--batch-size", "Encoding batch").checked(positive()));
-  t.add(field("threads", &S::threads, "--threads", "Intra-op threads (0: 1)").checked(at_least(0)));
-  t.add(field("device", &S::device, "--device", "cpu, cuda, ...").checked(existing_device()));
+  add_machine_settings(t);
   t.add(choice_field("on_bad_line", &S::on_bad_line, "--on-bad-line", "error or skip", on_bad_line_names()));
   t.add(field("overwrite", &S::overwrite, "--overwrite", "Replace an existing embeddings directory").as_switch());
-  t.add(field("dim", &S::dim, "--dim",
-              "Write the first M dimensions of each embedding (re-normalised when the model normalises), e.g. a "
-              "prefix of a --matryoshka run (0: all)")
-            .hint("M")
-            .checked(at_least(0)));
+  add_prefix_dim_setting(t, "Write");
   t.add_check([](const S& s) {
     return !s.run.empty() + !s.model.empty() + !s.pretrained.dir.empty() != 1
                ? "give one of --run (a training run), --model (an export directory) and --model-dir (a pretrained "
@@ -90,7 +86,7 @@ const SettingsTable<EncodeSettings>& encode_settings() {
 EncodeReport encode_corpus(const EncodeSettings& s, const EncodeControl& control) {
   encode_settings().validate(s);
   const auto started = Clock::now();
-  torch::set_num_threads(s.threads > 0 ? static_cast<int>(s.threads) : 1);
+  set_intra_op_threads(s.threads);
   CollectionReader reader(s.corpus, s.on_bad_line);  // a missing corpus: before anything else
   StagedDirectory out(s.output, "manifest.json", s.overwrite);
   TextEncoder encoder = !s.run.empty()   ? load_run_encoder(s.run)

@@ -2,6 +2,7 @@
 // shard so that memory stays bounded by --shard-size whatever the corpus size.
 #pragma once
 
+#include "retriever/commands/command_control.h"
 #include "retriever/config/settings_table.h"
 #include "retriever/config/train_config.h"
 #include "retriever/model/encode_all.h"
@@ -42,13 +43,10 @@ struct EncodeProgress {
   double elapsed_s = 0;
 };
 
-/// How encode_corpus reports as it goes, and how it is stopped.
-struct EncodeControl {
-  std::function<void(const std::string&)> log;           ///< notices (skipped lines), one line each
-  std::function<void(const EncodeProgress&)> progress;   ///< after every few batches
-  /// Once it holds a signal number, encoding stops between batches: StoppedBySignal is thrown and
-  /// the partial directory is removed (--output is left as it was).
-  const std::atomic<int>* stop = nullptr;
+/// How encode_corpus reports as it goes, and how it is stopped: as every command (a stop removes
+/// the partial directory; --output is left as it was), and a progress report.
+struct EncodeControl : CommandControl {
+  std::function<void(const EncodeProgress&)> progress;  ///< after every few batches
 };
 
 struct EncodeReport {

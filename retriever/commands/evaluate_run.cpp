@@ -1,13 +1,14 @@
 #include "retriever/commands/evaluate_run.h"
 
+#include "retriever/commands/model_source_settings.h"
 #include "retriever/config/device.h"
 #include "retriever/config/matryoshka_settings.h"
-#include "retriever/commands/model_source_settings.h"
-#include "retriever/search/search_settings.h"
 #include "retriever/data/task.h"
-#include "retriever/run/saved_encoder.h"
+#include "retriever/launch/threads.h"
 #include "retriever/run/checkpoint.h"
+#include "retriever/run/saved_encoder.h"
 #include "retriever/search/evaluate.h"
+#include "retriever/search/search_settings.h"
 
 #include <torch/torch.h>
 
@@ -42,14 +43,9 @@ SettingsTable<EvalSettings> make_eval_settings() {
   t.add(choice_field("on_bad_line", &S::on_bad_line, "--on-bad-line", "error or skip", on_bad_line_names()));
   t.add(field("batch_size", &S::batch_size, "--batch-size", "Encoding batch").checked(positive()));
   t.add(field("top_k", &S::top_k, "--top-k", "Documents ranked per query").checked(positive()));
-  t.add(field("device", &S::device, "--device", "cpu, cuda, ...").checked(existing_device()));
-  t.add(field("threads", &S::threads, "--threads", "Intra-op threads (0: 1)").checked(at_least(0)));
+  add_machine_settings(t);
   t.add(field("quick", &S::quick, "--quick", "A small subset of the WordNet split (smoke tests)").as_switch());
-  t.add(field("dim", &S::dim, "--dim",
-              "Evaluate the embeddings' first M dimensions only (re-normalised when the model normalises), e.g. a "
-              "prefix of a --matryoshka run (0: all)")
-            .hint("M")
-            .checked(at_least(0)));
+  add_prefix_dim_setting(t, "Evaluate only");
   add_search_settings(t);
   t.add(field("rerank_k", &S::rerank_k, "--rerank-k",
               "Runs with a learned similarity (--similarity mlp): also re-rank each query's dense top K with Phi, "
@@ -80,7 +76,7 @@ EvalReport evaluate_checkpoint(const EvalSettings& s, const EvalControl& control
   auto log = [&](const std::string& line) {
     if (control.log) control.log(line);
   };
-  torch::set_num_threads(s.threads > 0 ? static_cast<int>(s.threads) : 1);
+  set_intra_op_threads(s.threads);
   EvalReport report;
   CheckpointInfo info;  // a --model-dir model has no run: the defaults of one
   const bool pretrained = !s.pretrained.dir.empty();

@@ -2,6 +2,7 @@
 // and the evaluation itself.
 #pragma once
 
+#include "retriever/commands/command_control.h"
 #include "retriever/config/settings_table.h"
 #include "retriever/config/train_config.h"
 #include "retriever/run/saved_encoder.h"
@@ -54,13 +55,8 @@ struct EvalReport {
   std::vector<PrefixMetrics> prefixes;   ///< a --matryoshka run without --dim: each prefix width
 };
 
-/// How evaluate_checkpoint reports as it goes, and how it is stopped.
-struct EvalControl {
-  /// Notices (skipped lines, judgements of unknown ids) and progress, one line each; null: none.
-  std::function<void(const std::string&)> log;
-  /// Once it holds a signal number, the evaluation stops between encoding batches (StoppedBySignal).
-  const std::atomic<int>* stop = nullptr;
-};
+/// How evaluate_checkpoint reports as it goes, and how it is stopped (between encoding batches).
+using EvalControl = CommandControl;
 
 /// Loads the checkpoint (or the --model-dir model) and the evaluation data, and evaluates. Throws std::exception
 /// subclasses naming the file or flag (all before the encoding starts), or StoppedBySignal.

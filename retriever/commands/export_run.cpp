@@ -1,14 +1,14 @@
 #include "retriever/commands/export_run.h"
 
 #include "retriever/config/matryoshka_settings.h"
+#include "retriever/files/atomic_file.h"
+#include "retriever/files/staged_directory.h"
 #include "retriever/launch/stop_signal.h"
 #include "retriever/model/batching.h"
-#include "retriever/run/saved_encoder.h"
 #include "retriever/model/tokenizer.h"
 #include "retriever/model/torchscript_export.h"
-#include "retriever/files/atomic_file.h"
 #include "retriever/run/checkpoint.h"
-#include "retriever/files/staged_directory.h"
+#include "retriever/run/saved_encoder.h"
 
 #include <gradcache/matryoshka_loss.h>
 
@@ -37,11 +37,7 @@ SettingsTable<ExportSettings> make_export_settings() {
   t.add(field("side", &S::side, "--side", "Encoders to export from an untied run: both, query or passage")
             .checked(one_of({"both", "query", "passage"})));
   t.add(field("overwrite", &S::overwrite, "--overwrite", "Replace an existing export directory").as_switch());
-  t.add(field("dim", &S::dim, "--dim",
-              "The exported models return the first M dimensions of the embeddings (re-normalised when the model "
-              "normalises), e.g. a prefix of a --matryoshka run (0: all)")
-            .hint("M")
-            .checked(at_least(0)));
+  add_prefix_dim_setting(t, "The exported models return");
   return t;
 }
 

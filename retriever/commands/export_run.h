@@ -15,6 +15,7 @@
 // a TorchScript run's model is saved as it is, with its trained weights).
 #pragma once
 
+#include "retriever/commands/command_control.h"
 #include "retriever/config/settings_table.h"
 
 #include <nlohmann/json.hpp>
@@ -41,14 +42,10 @@ struct ExportSettings {
 /// The table every setting of ExportSettings is declared in (the CLI's flags).
 const SettingsTable<ExportSettings>& export_settings();
 
-/// How export_run reports as it goes, and how it is stopped.
-struct ExportControl {
-  /// A line as each phase begins (loading the run, writing an encoder, checking it); null: none.
-  std::function<void(const std::string&)> log;
-  /// Once it holds a signal number, the export stops between its phases (StoppedBySignal) and
-  /// leaves nothing: the staged directory is removed, an old --output is untouched.
-  const std::atomic<int>* stop = nullptr;
-};
+/// How export_run reports as it goes (a line as each phase begins: loading the run, writing an
+/// encoder, checking it), and how it is stopped (between its phases; the staged directory is
+/// removed, an old --output is untouched).
+using ExportControl = CommandControl;
 
 /// Writes the export directory (staged: it appears whole, or not at all) and returns its
 /// export.json (for --format sentence-transformers: a description of what was written). Before

@@ -1,19 +1,20 @@
 #include "retriever/commands/mine.h"
 
-#include "retriever/config/device.h"
 #include "retriever/commands/model_source_settings.h"
-#include "retriever/search/search_settings.h"
+#include "retriever/config/device.h"
 #include "retriever/data/data_files.h"
 #include "retriever/data/passage_corpus.h"
 #include "retriever/data/task.h"
 #include "retriever/data/text_data.h"
-#include "retriever/run/saved_encoder.h"
-#include "retriever/model/tokenizer.h"
 #include "retriever/files/atomic_file.h"
-#include "retriever/run/embeddings.h"
-#include "retriever/search/bm25.h"
+#include "retriever/launch/threads.h"
 #include "retriever/model/encode_all.h"
+#include "retriever/model/tokenizer.h"
+#include "retriever/run/embeddings.h"
+#include "retriever/run/saved_encoder.h"
+#include "retriever/search/bm25.h"
 #include "retriever/search/exact_top_k.h"
+#include "retriever/search/search_settings.h"
 
 #include <torch/torch.h>
 
@@ -68,8 +69,7 @@ SettingsTable<MineSettings> make_mine_settings() {
   t.add(field("limit", &S::limit, "--limit", "Only the first N training queries (0: all)").checked(at_least(0))
             .in_group("Mining"));
   t.add(field("batch_size", &S::batch_size, "--batch-size", "Encoding batch").checked(positive()).in_group("Machine"));
-  t.add(field("device", &S::device, "--device", "cpu, cuda, ...").checked(existing_device()).in_group("Machine"));
-  t.add(field("threads", &S::threads, "--threads", "Intra-op threads (0: 1)").checked(at_least(0)).in_group("Machine"));
+  add_machine_settings(t);
   t.add_check([](const S& s) {
     if (!s.run.empty() + !s.model.empty() + !s.pretrained.dir.empty() + s.bm25 != 1)
       return std::string("give exactly one of --run, --model, --model-dir (dense retrieval) and --bm25");
@@ -298,7 +298,7 @@ MineReport mine(const MineSettings& s, const MineControl& control) {
     throw std::runtime_error("--output " + s.output + " is a directory; give the path of the JSONL file to write");
   if (!s.overwrite && std::filesystem::exists(s.output))
     throw std::runtime_error("--output " + s.output + " exists; pass --overwrite to replace it");
-  torch::set_num_threads(s.threads > 0 ? static_cast<int>(s.threads) : 1);
+  set_intra_op_threads(s.threads);
   MiningOptions options;
   parse_depth(s.depth, options);
   options.negatives = s.negatives;

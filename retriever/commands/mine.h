@@ -3,6 +3,7 @@
 // (search/negative_mining.h), and write Tevatron JSONL that `train --negatives n` reads.
 #pragma once
 
+#include "retriever/commands/command_control.h"
 #include "retriever/config/settings_table.h"
 #include "retriever/config/train_config.h"
 #include "retriever/model/encode_all.h"
@@ -55,11 +56,8 @@ struct MineReport {
   int64_t written = 0;  ///< queries written (all but those dropped with --on-short drop)
 };
 
-/// How mine() reports as it goes, and how it is stopped.
-struct MineControl {
-  std::function<void(const std::string&)> log;  ///< notices and progress, one line each
-  const std::atomic<int>* stop = nullptr;       ///< a signal number stops it between batches
-};
+/// How mine() reports as it goes, and how it is stopped (between batches).
+using MineControl = CommandControl;
 
 /// Mines and writes settings.output atomically. Throws std::exception subclasses naming the
 /// file or flag (a missing file, an output that exists without --overwrite, fewer candidates

@@ -43,6 +43,18 @@ std::string matryoshka_too_wide(const TrainConfig& c, int64_t width, const std::
 /// Adds --matryoshka and --matryoshka-weights and their checks to a run's table.
 void add_matryoshka_settings(SettingsTable<TrainConfig>& table);
 
+/// --dim M of eval, encode and export, declared once: what `what_uses_it` does with the first M
+/// dimensions of each embedding (re-normalised when the model normalises); any settings struct
+/// with a member `int64_t dim`.
+template <class Config>
+void add_prefix_dim_setting(SettingsTable<Config>& t, const std::string& what_uses_it) {
+  t.add(field("dim", &Config::dim, "--dim",
+              what_uses_it + " the first M dimensions of each embedding (re-normalised when the model normalises), "
+                             "e.g. a prefix of a --matryoshka run (0: all)")
+            .hint("M")
+            .checked(at_least(0)));
+}
+
 /// Throws SettingsError naming `flag` unless 0 < dim <= width (the embeddings' width).
 void check_prefix_dim(int64_t dim, int64_t width, const std::string& flag);
 

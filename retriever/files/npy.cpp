@@ -1,7 +1,7 @@
 #include "retriever/files/npy.h"
 
-#include "retriever/files/utf8.h"
 #include "retriever/files/atomic_file.h"
+#include "retriever/files/utf8.h"
 
 #include <torch/torch.h>
 

@@ -28,6 +28,8 @@ bool set_blas_threads(int threads) {
   return true;
 }
 
+void set_intra_op_threads(int64_t threads) { at::set_num_threads(threads > 0 ? static_cast<int>(threads) : 1); }
+
 void configure_threads(int intra_op, int blas) {
   at::set_num_threads(intra_op > 0 ? intra_op : 1);
   set_blas_threads(blas > 0 ? blas : 1);

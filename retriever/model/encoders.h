@@ -5,8 +5,8 @@
 #include <gradcache/model.h>
 
 #include "retriever/model/fast_dropout.h"
-#include "retriever/model/pretrained.h"
 #include "retriever/model/learned_similarity.h"
+#include "retriever/model/pretrained.h"
 
 #include <torch/nn/module.h>
 #include <torch/nn/modules/embedding.h>

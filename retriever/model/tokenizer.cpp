@@ -1,7 +1,7 @@
 #include "retriever/model/tokenizer.h"
 
-#include "retriever/launch/stop_signal.h"
 #include "retriever/files/atomic_file.h"
+#include "retriever/launch/stop_signal.h"
 
 #include <dlfcn.h>
 #include <sys/mman.h>

@@ -1,9 +1,9 @@
 #include "retriever/run/checkpoint.h"
 
-#include "retriever/run/build_model.h"
 #include "retriever/files/atomic_file.h"
 #include "retriever/files/error_message.h"
 #include "retriever/files/zip_integrity.h"
+#include "retriever/run/build_model.h"
 
 #include <torch/torch.h>
 

@@ -2,10 +2,10 @@
 
 #include "retriever/data/text_data.h"
 #include "retriever/files/atomic_file.h"
-#include "retriever/run/checkpoint.h"
 #include "retriever/files/error_message.h"
 #include "retriever/files/plain_file_name.h"
 #include "retriever/files/zip_integrity.h"
+#include "retriever/run/checkpoint.h"
 
 #include <torch/torch.h>
 

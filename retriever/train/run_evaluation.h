@@ -4,8 +4,8 @@
 #pragma once
 
 #include "retriever/config/train_config.h"
-#include "retriever/train/training_data.h"
 #include "retriever/search/evaluate.h"
+#include "retriever/train/training_data.h"
 
 #include <atomic>
 #include <functional>

@@ -4,10 +4,10 @@
 #pragma once
 
 #include "retriever/config/train_config.h"
-#include "retriever/run/load_task.h"
 #include "retriever/model/encoders.h"
 #include "retriever/model/pretrained.h"
 #include "retriever/model/tokenizer.h"
+#include "retriever/run/load_task.h"
 #include "retriever/search/evaluate.h"
 
 #include <atomic>

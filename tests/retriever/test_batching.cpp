@@ -1,7 +1,7 @@
 // The retriever's encoder, batching and checkpoint pieces.
-#include "retriever/run/build_model.h"
 #include "retriever/model/batching.h"
 #include "retriever/model/encoders.h"
+#include "retriever/run/build_model.h"
 #include "tests/retriever/train_test_util.h"
 
 #include <gradcache/gradcache.h>

@@ -1,7 +1,7 @@
 // Damaged checkpoints are refused with a message naming the file and the entry, wherever they
 // are loaded (read_checkpoint_info, --resume, eval, load_checkpoint_bytes); sound ones load.
-#include "retriever/files/atomic_file.h"
 #include "retriever/commands/evaluate_run.h"
+#include "retriever/files/atomic_file.h"
 #include "tests/retriever/train_test_util.h"
 
 #include <gtest/gtest.h>

@@ -1,9 +1,9 @@
 // DenseIndex: FAISS's flat index answers exactly as exact_top_k (ties included), the
 // approximate indexes find most of the exact neighbours, and bad parameters are refused clearly.
-#include "retriever/data/task.h"
-#include "retriever/search/dense_index.h"
-#include "retriever/model/encode_all.h"
 #include "retriever/commands/evaluate_run.h"
+#include "retriever/data/task.h"
+#include "retriever/model/encode_all.h"
+#include "retriever/search/dense_index.h"
 #include "retriever/search/exact_top_k.h"
 #include "retriever/search/metrics.h"
 

@@ -1,13 +1,13 @@
 // gradcache export and encode: the TorchScript encoder equals the built-in one, exports of tied
 // and untied runs reproduce their encoders, .npy files and embeddings directories round-trip,
 // bad ones are named, and encoding shard by shard equals encoding at once.
-#include "retriever/run/saved_encoder.h"
-#include "retriever/model/torchscript_export.h"
-#include "retriever/files/atomic_file.h"
-#include "retriever/run/embeddings.h"
-#include "retriever/commands/export_run.h"
-#include "retriever/files/npy.h"
 #include "retriever/commands/encode_corpus.h"
+#include "retriever/commands/export_run.h"
+#include "retriever/files/atomic_file.h"
+#include "retriever/files/npy.h"
+#include "retriever/model/torchscript_export.h"
+#include "retriever/run/embeddings.h"
+#include "retriever/run/saved_encoder.h"
 #include "retriever/search/evaluate.h"
 #include "tests/retriever/train_test_util.h"
 

@@ -1,7 +1,7 @@
 // Matryoshka training in the retriever: --matryoshka/--matryoshka-weights and their checks, the
 // loss TrainingModel wraps, and the per-prefix evaluation of train and eval.
-#include "retriever/config/matryoshka_settings.h"
 #include "retriever/commands/evaluate_run.h"
+#include "retriever/config/matryoshka_settings.h"
 #include "retriever/train/training_loss.h"
 #include "tests/retriever/train_test_util.h"
 

@@ -4,8 +4,8 @@
 // description of the model round-trips, and the settings that do not apply are refused.
 #include "retriever/config/train_config.h"
 #include "retriever/model/batching.h"
-#include "retriever/run/build_model.h"
 #include "retriever/model/pretrained.h"
+#include "retriever/run/build_model.h"
 #include "retriever/train/training_step.h"
 #include "tests/core/test_util.h"
 

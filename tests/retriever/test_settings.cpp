@@ -1,6 +1,6 @@
 // The settings tables of train and eval: what the flags and config files become.
-#include "retriever/config/train_config.h"
 #include "retriever/commands/evaluate_run.h"
+#include "retriever/config/train_config.h"
 #include "tests/retriever/train_test_util.h"
 
 #include <gtest/gtest.h>

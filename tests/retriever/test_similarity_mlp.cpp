@@ -1,11 +1,11 @@
 // --similarity mlp: the cache step through the dual gradient cache gives the gradients of a
 // full-batch backward over Phi's score matrix (encoder and Phi), the evaluation's re-ranking
 // orders the dense top K by Phi, and checkpoints carry Phi and its optimizer state.
-#include "retriever/run/build_model.h"
 #include "retriever/config/train_config.h"
+#include "retriever/files/atomic_file.h"
 #include "retriever/model/batching.h"
 #include "retriever/model/encoders.h"
-#include "retriever/files/atomic_file.h"
+#include "retriever/run/build_model.h"
 #include "retriever/run/checkpoint.h"
 #include "retriever/search/dense_index.h"
 #include "retriever/search/evaluate.h"

@@ -1,9 +1,9 @@
 // Stopping on a signal (retriever/launch/stop_signal.h): run_stoppable's child process, and the
 // tokenizer's training in one (sentencepiece cannot look at a flag itself). The commands' phases
 // are stopped end to end by tests/cli/signals_test.sh.
+#include "retriever/files/atomic_file.h"
 #include "retriever/launch/stop_signal.h"
 #include "retriever/model/tokenizer.h"
-#include "retriever/files/atomic_file.h"
 #include "tests/retriever/text_test_util.h"
 
 #include <gtest/gtest.h>

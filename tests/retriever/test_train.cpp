@@ -1,6 +1,6 @@
 // Training runs end to end (small, seconds each): files, resume, modes, errors.
-#include "retriever/run/load_task.h"
 #include "retriever/files/atomic_file.h"
+#include "retriever/run/load_task.h"
 #include "retriever/train/training_state.h"
 #include "tests/retriever/train_test_util.h"
 

@@ -1,8 +1,7 @@
 // `gradcache encode`: a run (or an export) and a corpus -> an embeddings directory of .npy
 // shards (retriever/run/embeddings.h). The flags come from the settings table
 // (retriever/commands/encode_corpus.cpp); the progress bar on stderr is the command's own.
-#include "commands.h"
-#include "setting_flags.h"
+#include "table_command.h"
 
 #include "retriever/commands/encode_corpus.h"
 #include "retriever/search/evaluate.h"
@@ -20,6 +19,7 @@ namespace {
 class EncodeBar {
  public:
   EncodeBar() : terminal_(isatty(STDERR_FILENO) != 0) {}
+  ~EncodeBar() { finish(); }  // before a message about why encoding stopped
   void update(const retriever::EncodeProgress& p) {
     const double fraction = p.file_size > 0 ? std::min(1.0, static_cast<double>(p.bytes_read) / p.file_size) : 0;
     const int percent = static_cast<int>(fraction * 100);
@@ -55,35 +55,22 @@ std::function<int()> add_encode_command(CLI::App& app) {
   auto* cmd = app.add_subcommand("encode", "Encode a corpus with a trained run (--run) or an exported model "
                                            "(--model) into .npy shards, ids files and manifest.json under --output. "
                                            "The corpus is read and encoded --shard-size rows at a time.");
-  auto given = add_setting_flags(*cmd, retriever::encode_settings(), retriever::EncodeSettings{});
-  return [given]() {
-    const auto parsed = settings_from_flags(retriever::encode_settings(), *given, "encode");
-    if (!parsed) return 2;
-    const retriever::EncodeSettings& settings = *parsed;
-    EncodeBar bar;
-    retriever::EncodeControl control;
-    control.log = [&](const std::string& line) {
-      bar.finish();
-      std::cerr << "gradcache encode: " << line << std::endl;
-    };
-    control.progress = [&](const retriever::EncodeProgress& p) { bar.update(p); };
-    control.stop = &stop_signal;
-    try {
-      const auto report = retriever::encode_corpus(settings, control);
-      bar.finish();
-      std::cerr << "gradcache encode: wrote " << report.rows << " vectors of dimension " << report.dim << " in "
-                << report.shards << " shard(s) to " << report.output << " (" << report.seconds << " s)" << std::endl;
-    } catch (const retriever::StoppedBySignal& stopped) {
-      bar.finish();
-      std::cerr << "gradcache encode: stopped by " << retriever::signal_name(stopped.signal())
-                << "; nothing was written to " << settings.output << std::endl;
-      return 128 + stopped.signal();
-    } catch (...) {
-      bar.finish();
-      throw;
-    }
-    return 0;
-  };
+  return table_command<retriever::EncodeSettings, retriever::EncodeControl>(
+      *cmd, retriever::encode_settings(),
+      [](const retriever::EncodeSettings& s) { return "; nothing was written to " + s.output; },
+      [](const retriever::EncodeSettings& settings, retriever::EncodeControl& control) {
+        EncodeBar bar;
+        control.log = [&bar](const std::string& line) {
+          bar.finish();
+          std::cerr << "gradcache encode: " << line << std::endl;
+        };
+        control.progress = [&bar](const retriever::EncodeProgress& p) { bar.update(p); };
+        const auto report = retriever::encode_corpus(settings, control);
+        bar.finish();
+        std::cerr << "gradcache encode: wrote " << report.rows << " vectors of dimension " << report.dim << " in "
+                  << report.shards << " shard(s) to " << report.output << " (" << report.seconds << " s)" << std::endl;
+        return 0;
+      });
 }
 
 }  // namespace cli

@@ -1,11 +1,10 @@
 // `gradcache eval`: a checkpoint, a corpus, queries and judgements -> retrieval metrics. The
 // flags come from the settings table (retriever/commands/evaluate_run.cpp); --json, how to
 // print, is the command's own.
-#include "commands.h"
-#include "setting_flags.h"
+#include "table_command.h"
 
-#include "retriever/search/evaluate.h"
 #include "retriever/commands/evaluate_run.h"
+#include "retriever/search/evaluate.h"
 
 #include <cstdio>
 #include <iostream>
@@ -72,27 +71,15 @@ std::function<int()> add_eval_command(CLI::App& app) {
                                          "unless --index says otherwise), print Recall@1/10/100, MRR@10, nDCG@10, "
                                          "with a BM25 row below. Without --corpus: the WordNet split of the run's "
                                          "data.");
-  auto given = add_setting_flags(*cmd, retriever::eval_settings(), retriever::EvalSettings{});
   auto json = std::make_shared<bool>(false);
   cmd->add_flag("--json", *json, "Print the metrics as JSON instead of a table");
-
-  return [given, json]() {
-    const auto parsed = settings_from_flags(retriever::eval_settings(), *given, "eval");
-    if (!parsed) return 2;
-    const retriever::EvalSettings& settings = *parsed;
-    retriever::EvalControl control;
-    control.log = [](const std::string& line) { std::cerr << "gradcache eval: " << line << std::endl; };
-    control.stop = &stop_signal;
-    try {
-      print(retriever::evaluate_checkpoint(settings, control), *json);
-    } catch (const retriever::StoppedBySignal& stopped) {
-      // As train: 128 + the signal (130 for SIGINT, 143 for SIGTERM); nothing printed on stdout.
-      std::cerr << "gradcache eval: stopped by " << retriever::signal_name(stopped.signal())
-                << " before the evaluation finished; no metrics were printed" << std::endl;
-      return 128 + stopped.signal();
-    }
-    return 0;
-  };
+  return table_command<retriever::EvalSettings>(
+      *cmd, retriever::eval_settings(),
+      [](const retriever::EvalSettings&) { return std::string(" before the evaluation finished; no metrics were printed"); },
+      [json](const retriever::EvalSettings& settings, retriever::EvalControl& control) {
+        print(retriever::evaluate_checkpoint(settings, control), *json);
+        return 0;
+      });
 }
 
 }  // namespace cli

@@ -1,7 +1,6 @@
 // `gradcache export`: a run -> a sentence-transformers directory (a --model-dir run) or TorchScript
 // encoders with the tokenizer and export.json (retriever/commands/export_run.h).
-#include "commands.h"
-#include "setting_flags.h"
+#include "table_command.h"
 
 #include "retriever/commands/export_run.h"
 
@@ -15,29 +14,26 @@ std::function<int()> add_export_command(CLI::App& app) {
                                            "sentence-transformers directory (SentenceTransformer(dir) loads it), "
                                            "others as self-contained TorchScript modules (forward(input_ids, "
                                            "attention_mask) -> [B, d]) with the tokenizer and export.json.");
-  auto given = add_setting_flags(*cmd, retriever::export_settings(), retriever::ExportSettings{});
-  return [given]() {
-    const auto parsed = settings_from_flags(retriever::export_settings(), *given, "export");
-    if (!parsed) return 2;
-    const retriever::ExportSettings& settings = *parsed;
-    retriever::ExportControl control;
-    control.log = [](const std::string& line) { std::cerr << "gradcache export: " << line << std::endl; };
-    control.stop = &stop_signal;
-    const auto description = retriever::export_run(settings, control);
-    if (description["format"] == "sentence-transformers") {
-      std::cerr << "gradcache export: wrote " << settings.output << " (sentence-transformers, dimension "
-                << description["dim"] << "; SentenceTransformer(\"" << settings.output << "\") loads it)" << std::endl;
-      return 0;
-    }
-    std::cerr << "gradcache export: wrote " << settings.output << " (";
-    bool first = true;
-    for (const auto& [side, file] : description["models"].items()) {
-      std::cerr << (first ? "" : ", ") << side << ": " << file.get<std::string>();
-      first = false;
-    }
-    std::cerr << "; dimension " << description["dim"] << ")" << std::endl;
-    return 0;
-  };
+  return table_command<retriever::ExportSettings>(
+      *cmd, retriever::export_settings(),
+      [](const retriever::ExportSettings&) { return std::string(" before it finished; nothing was written"); },
+      [](const retriever::ExportSettings& settings, retriever::ExportControl& control) {
+        const auto description = retriever::export_run(settings, control);
+        if (description["format"] == "sentence-transformers") {
+          std::cerr << "gradcache export: wrote " << settings.output << " (sentence-transformers, dimension "
+                    << description["dim"] << "; SentenceTransformer(\"" << settings.output << "\") loads it)"
+                    << std::endl;
+          return 0;
+        }
+        std::cerr << "gradcache export: wrote " << settings.output << " (";
+        bool first = true;
+        for (const auto& [side, file] : description["models"].items()) {
+          std::cerr << (first ? "" : ", ") << side << ": " << file.get<std::string>();
+          first = false;
+        }
+        std::cerr << "; dimension " << description["dim"] << ")" << std::endl;
+        return 0;
+      });
 }
 
 }  // namespace cli

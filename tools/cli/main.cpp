@@ -102,7 +102,7 @@ int main(int argc, char** argv) {
   try {
     return actions.at(command)();
   } catch (const gradcache::retriever::StoppedBySignal& stopped) {
-    // The commands without a report of their own (export, plot): staged, so nothing is left.
+    // A command without a message of its own (plot): nothing is left half-written.
     std::cerr << "gradcache " << command << ": stopped by " << gradcache::retriever::signal_name(stopped.signal())
               << " before it finished; nothing was written" << std::endl;
     return 128 + stopped.signal();

@@ -5,10 +5,10 @@
 #include "setting_flags.h"
 
 #include "retriever/config/similarity_settings.h"
+#include "retriever/files/atomic_file.h"
 #include "retriever/launch/local_launcher.h"
 #include "retriever/launch/torchrun.h"
 #include "retriever/model/encode_all.h"
-#include "retriever/files/atomic_file.h"
 #include "retriever/train/trainer.h"
 
 #include <unistd.h>

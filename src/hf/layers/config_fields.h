@@ -15,6 +15,16 @@ namespace gradcache {
 namespace hf {
 namespace detail {
 
+// Sanity bounds of every architecture's config.json: above any released model (Llama-3.1-405B:
+// 16,384 wide, 126 layers; BLOOM's 250,880 words; 131,072 positions), low enough that a corrupt
+// file cannot ask for terabytes. Learned position tables (BERT, MPNet) are allocated whole,
+// rotary positions (Llama, Qwen, ModernBERT) are not: two bounds.
+constexpr int64_t kMaxVocabulary = 10'000'000;
+constexpr int64_t kMaxWidth = 65'536;
+constexpr int64_t kMaxLayers = 1'000;
+constexpr int64_t kMaxLearnedPositions = 1'048'576;
+constexpr int64_t kMaxRotaryPositions = 16'777'216;
+
 /// What a config's field list is walked with.
 class FieldVisitor {
  public:
@@ -88,6 +98,14 @@ std::string config_json_over(const std::string& source, Config config) {
   FieldWriter writer(json);
   config.visit(writer);
   return json.dump(2) + "\n";
+}
+
+/// The bounds of every field Config::visit declares (the first check of each config's validate()).
+template <class Config>
+void check_fields(const Config& config, const std::string& file) {
+  Config copy = config;  // visit takes the fields by reference; the checker changes none
+  FieldChecker checker(file);
+  copy.visit(checker);
 }
 
 /// A config.json's "model_type", which must be one of `types`; ModelFileError otherwise.

@@ -11,13 +11,10 @@ namespace {
 
 using detail::Json;
 
-// Sanity bounds: well above any released BERT (bert-large: 1,024 wide, 24 layers, 16 heads,
-// 4,096 intermediate, 512 positions, a 30,522 vocabulary; XLM-R 250,002 words), low enough
-// that a corrupt file cannot ask for terabytes.
-constexpr int64_t kMaxVocabulary = 10'000'000;
-constexpr int64_t kMaxWidth = 65'536;
-constexpr int64_t kMaxLayers = 1'000;
-constexpr int64_t kMaxPositions = 1'048'576;
+using detail::kMaxLayers;
+using detail::kMaxVocabulary;
+using detail::kMaxWidth;
+constexpr int64_t kMaxPositions = detail::kMaxLearnedPositions;
 constexpr int64_t kMaxTokenTypes = 1'000;
 
 void refuse_if_true(const Json& config, const char* key, const char* why, const std::string& file) {
@@ -64,9 +61,7 @@ BertConfig BertConfig::parse(const std::string& text, const std::string& file) {
 }
 
 void BertConfig::validate(const std::string& file) const {
-  BertConfig copy = *this;
-  detail::FieldChecker checker(file);
-  copy.visit(checker);
+  detail::check_fields(*this, file);
   detail::require_in_range("num_attention_heads", num_attention_heads(), 1, hidden_size(), file);
   detail::require_in_range("pad_token_id", pad_token_id(), 0, vocab_size() - 1, file);
   if (hidden_size() % num_attention_heads() != 0)

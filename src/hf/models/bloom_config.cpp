@@ -11,11 +11,9 @@ namespace {
 
 using detail::Json;
 
-// Above any released BLOOM (bloom-176b: 14,336 wide, 70 layers, 112 heads, 250,880 words), low
-// enough that a corrupt file cannot ask for terabytes.
-constexpr int64_t kMaxVocabulary = 10'000'000;
-constexpr int64_t kMaxWidth = 65'536;
-constexpr int64_t kMaxLayers = 1'000;
+using detail::kMaxLayers;
+using detail::kMaxVocabulary;
+using detail::kMaxWidth;
 
 // The field's name in this struct (BloomConfig's attribute) and the other name a file may use.
 struct Alias {
@@ -71,9 +69,7 @@ BloomConfig BloomConfig::parse(const std::string& text, const std::string& file)
 }
 
 void BloomConfig::validate(const std::string& file) const {
-  BloomConfig copy = *this;
-  detail::FieldChecker checker(file);
-  copy.visit(checker);
+  detail::check_fields(*this, file);
   const auto text = [](int64_t value) { return std::to_string(value); };
   if (hidden_size() % n_head() != 0)
     throw ModelFileError(file, "hidden_size " + text(hidden_size()) + " is not a multiple of n_head " + text(n_head()));

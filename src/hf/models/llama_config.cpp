@@ -13,13 +13,10 @@ namespace {
 
 using detail::Json;
 
-// Above any released model of these families (Llama-3.1-405B: 16,384 wide, 126 layers, 128
-// heads, 53,248 intermediate; Qwen's 151,936-word vocabularies; 131,072 positions), low enough
-// that a corrupt file cannot ask for terabytes.
-constexpr int64_t kMaxVocabulary = 10'000'000;
-constexpr int64_t kMaxWidth = 65'536;
-constexpr int64_t kMaxLayers = 1'000;
-constexpr int64_t kMaxPositions = 16'777'216;
+using detail::kMaxLayers;
+using detail::kMaxVocabulary;
+using detail::kMaxWidth;
+constexpr int64_t kMaxPositions = detail::kMaxRotaryPositions;
 
 // transformers' defaults where the types differ.
 LlamaConfig defaults_of(const std::string& type) {
@@ -125,9 +122,7 @@ LlamaConfig LlamaConfig::parse(const std::string& text, const std::string& file)
 }
 
 void LlamaConfig::validate(const std::string& file) const {
-  LlamaConfig copy = *this;
-  detail::FieldChecker checker(file);
-  copy.visit(checker);
+  detail::check_fields(*this, file);
   const auto text = [](int64_t value) { return std::to_string(value); };
   if (head_dim() == 0 && hidden_size() % num_attention_heads() != 0)
     throw ModelFileError(file, "hidden_size " + text(hidden_size()) + " is not a multiple of num_attention_heads " +

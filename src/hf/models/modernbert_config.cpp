@@ -14,12 +14,10 @@ namespace {
 
 using detail::Json;
 
-// Above any released ModernBERT (large: 1,024 wide, 28 layers, 16 heads, 2,624 intermediate,
-// 8,192 positions, 50,368 words), low enough that a corrupt file cannot ask for terabytes.
-constexpr int64_t kMaxVocabulary = 10'000'000;
-constexpr int64_t kMaxWidth = 65'536;
-constexpr int64_t kMaxLayers = 1'000;
-constexpr int64_t kMaxPositions = 16'777'216;
+using detail::kMaxLayers;
+using detail::kMaxVocabulary;
+using detail::kMaxWidth;
+constexpr int64_t kMaxPositions = detail::kMaxRotaryPositions;
 constexpr double kMaxTheta = 1e12;
 
 constexpr const char* kGlobal = "full_attention";
@@ -132,9 +130,7 @@ bool ModernBertConfig::local_layer(int64_t layer) const {
 }
 
 void ModernBertConfig::validate(const std::string& file) const {
-  ModernBertConfig copy = *this;
-  detail::FieldChecker checker(file);
-  copy.visit(checker);
+  detail::check_fields(*this, file);
   const auto text = [](int64_t value) { return std::to_string(value); };
   if (hidden_size() % num_attention_heads() != 0)
     throw ModelFileError(file, "hidden_size " + text(hidden_size()) + " is not a multiple of num_attention_heads " +

@@ -11,13 +11,10 @@ namespace {
 
 using detail::Json;
 
-// Sanity bounds, as BERT's: well above any released MPNet (mpnet-base: 768 wide, 12 layers, 12
-// heads, 3,072 intermediate, 514 positions, 30,527 words), low enough that a corrupt file cannot
-// ask for terabytes.
-constexpr int64_t kMaxVocabulary = 10'000'000;
-constexpr int64_t kMaxWidth = 65'536;
-constexpr int64_t kMaxLayers = 1'000;
-constexpr int64_t kMaxPositions = 1'048'576;
+using detail::kMaxLayers;
+using detail::kMaxVocabulary;
+using detail::kMaxWidth;
+constexpr int64_t kMaxPositions = detail::kMaxLearnedPositions;
 constexpr int64_t kMaxBuckets = 65'536;
 
 }  // namespace
@@ -50,9 +47,7 @@ MPNetConfig MPNetConfig::parse(const std::string& text, const std::string& file)
 }
 
 void MPNetConfig::validate(const std::string& file) const {
-  MPNetConfig copy = *this;
-  detail::FieldChecker checker(file);
-  copy.visit(checker);
+  detail::check_fields(*this, file);
   const auto text = [](int64_t value) { return std::to_string(value); };
   if (hidden_size() % num_attention_heads() != 0)
     throw ModelFileError(file, "hidden_size " + text(hidden_size()) + " is not a multiple of num_attention_heads " +
