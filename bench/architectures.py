@@ -162,7 +162,7 @@ def main():
     parser.add_argument("--qwen3-06b-layers", type=int, default=1, help="of Qwen3-0.6B's 28 (0: skip part 2)")
     parser.add_argument("--qwen3-06b-pairs", type=int, default=256)
     parser.add_argument("--parts", default="12")
-    parser.add_argument("--out", default=os.path.join(ROOT, "docs"))
+    parser.add_argument("--out", default=os.path.join(ROOT, "docs", "figures"))
     args = parser.parse_args()
     args.gradcache = os.environ.get("GRADCACHE", os.path.join(ROOT, "build/tools/gradcache"))
     if not os.access(args.gradcache, os.X_OK):

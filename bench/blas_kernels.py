@@ -3,7 +3,7 @@
 shapes, one thread each: what a program gains when LibTorch's sgemm_ binds to the wheel's MKL
 (cmake/gradcache_helpers.cmake, gradcache_link_torch_blas_first) rather than to libblas.so.3.
 
-    .venv/bin/python bench/blas_kernels.py [--out docs/blas_kernels.json]
+    .venv/bin/python bench/blas_kernels.py [--out docs/figures/blas_kernels.json]
 
 Shapes: 20 tokens x 32 rows against the attention projections (384 x 384) and the feed-forward
 layers (384 x 1536, 1536 x 384), and 64 x 32 rows against 384 x 1536. Each is timed as 50 calls,

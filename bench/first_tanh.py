@@ -5,7 +5,7 @@ tanh) twice on the same batch and reports whether the two outputs differ and by 
 second call is the accurate one (checked against math.tanh in float64 when they differ). Why the
 architecture tests run with one thread (tests/hf/CMakeLists.txt, docs/platform.md):
 
-    .venv/bin/python bench/first_tanh.py --trials 40 > docs/first_tanh.log
+    .venv/bin/python bench/first_tanh.py --trials 40 > docs/figures/first_tanh.log
 """
 import argparse
 import collections

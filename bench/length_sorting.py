@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Length sorting and token-budget chunks on the WordNet data, measured with the program.
 
-    python3 bench/length_sorting.py [--steps 8] [--out docs/length_sorting.json]
+    python3 bench/length_sorting.py [--steps 8] [--out docs/figures/length_sorting.json]
 
 Trains the default retriever for a few steps (batch 1024, chunks of 64, no evaluation) three
 ways: batches in data order (--sort-by-length false), sorted by length (the default), and
@@ -50,7 +50,7 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--steps", type=int, default=8)
     parser.add_argument("--rounds", type=int, default=1, help="runs of each setting (medians reported)")
-    parser.add_argument("--out", default=str(ROOT / "docs" / "length_sorting.json"))
+    parser.add_argument("--out", default=str(ROOT / "docs" / "figures" / "length_sorting.json"))
     args = parser.parse_args()
     binary = os.environ.get("GRADCACHE", str(ROOT / "build" / "tools" / "gradcache"))
     runs = {name: [] for name, _ in SETTINGS}

@@ -8,7 +8,7 @@
 #   - the benchmark's cache step: `gradcache-bench overhead` (cache / accumulate / full step
 #     times) and `gradcache-bench memory` (peak tensor memory and peak RSS of a cache step);
 #   - the test suite: `ctest -L 'core|retriever'`, the tests both configurations build.
-# Writes docs/libtorch_versions.json (every figure) and docs/libtorch_versions.log (the outputs).
+# Writes docs/figures/libtorch_versions.json (every figure) and docs/figures/libtorch_versions.log (the outputs).
 #
 #   bash bench/libtorch_versions.sh            # about 25 minutes here, once both are built
 #   bash bench/libtorch_versions.sh --quick    # a smoke run: tiny sizes, no test suite
@@ -67,9 +67,9 @@ fi
 .venv/bin/python bench/libtorch_versions.py --work "$work" --reps "$reps" --command "bash bench/libtorch_versions.sh $*" \
   >"$work/summary.json"
 if [ "$quick" = 0 ]; then
-  cp "$work/summary.json" docs/libtorch_versions.json
-  cp "$log" docs/libtorch_versions.log
-  note "wrote docs/libtorch_versions.json and docs/libtorch_versions.log"
+  cp "$work/summary.json" docs/figures/libtorch_versions.json
+  cp "$log" docs/figures/libtorch_versions.log
+  note "wrote docs/figures/libtorch_versions.json and docs/figures/libtorch_versions.log"
 else
   cat "$work/summary.json"
 fi

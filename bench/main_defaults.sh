@@ -2,7 +2,7 @@
 # How the main job's defaults were chosen: candidate models trained on the built-in WordNet
 # task with every core (--nproc 2), each into a fresh directory, evaluated on the test split.
 # Appends one line per candidate (R@1, R@10, R@100, MRR@10, nDCG@10; steps; training time) to
-# docs/main_defaults.log. About 15 minutes on an idle 2-core machine (the times in the log are
+# docs/figures/main_defaults.log. About 15 minutes on an idle 2-core machine (the times in the log are
 # only comparable between runs made under the same load).
 #
 #   bash bench/main_defaults.sh [NAME...]     # default: every candidate below
@@ -25,6 +25,6 @@ for name in "${names[@]}"; do
   # shellcheck disable=SC2086
   "$bin" train --output "$out/$name" --nproc 2 --eval-baseline false --eval-bm25 false $flags >"$out/$name.log" 2>&1
   echo "$(date -u +%Y-%m-%dT%H:%MZ) load $(cut -d' ' -f1 /proc/loadavg) $name ($flags): wall $(( $(date +%s) - start )) s;" \
-    "$(grep -E '^trained ' "$out/$name.log");" "$(grep -E 'steps of .* in ' "$out/$name.log")" | tee -a docs/main_defaults.log
+    "$(grep -E '^trained ' "$out/$name.log");" "$(grep -E 'steps of .* in ' "$out/$name.log")" | tee -a docs/figures/main_defaults.log
 done
 rm -rf "$out"

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Collects bench/matryoshka.sh's runs into docs/matryoshka.json and docs/matryoshka.md.
+"""Collects bench/matryoshka.sh's runs into docs/figures/matryoshka.json and docs/matryoshka.md.
 
 Reads RUNS/{matryoshka,dim-64,dim-32,dim-16}/summary.json: the Matryoshka run's metrics at
 each prefix ("matryoshka") and each single-width run's ("trained"). Standard library only.
@@ -54,8 +54,8 @@ def main():
         "total_seconds": a.total_seconds,
         "rows": rows,
     }
-    os.makedirs(a.docs, exist_ok=True)
-    write_atomic(os.path.join(a.docs, "matryoshka.json"), json.dumps(result, indent=2) + "\n")
+    os.makedirs(os.path.join(a.docs, "figures"), exist_ok=True)
+    write_atomic(os.path.join(a.docs, "figures", "matryoshka.json"), json.dumps(result, indent=2) + "\n")
     lines = [
         "# Matryoshka representations: one encoder, every prefix",
         "",

@@ -7,7 +7,7 @@
 #
 # Full version: four runs one after another (about 15 min on an idle 2-core machine: the
 # budget below was chosen for that), plus the tokenizer; writes docs/matryoshka.md and
-# docs/matryoshka.json, and each run's output under DIR (default runs/matryoshka-DATE).
+# docs/figures/matryoshka.json, and each run's output under DIR (default runs/matryoshka-DATE).
 # --quick: a smoke test of the script (a tiny budget and the --quick data subset, under a
 # minute), everything, docs included, in a temporary directory unless --docs is given.
 #
@@ -90,7 +90,7 @@ cmd="bash bench/matryoshka.sh"
 [ "$quick" = 1 ] && cmd="$cmd --quick"
 python3 bench/matryoshka.py --runs "$out" --docs "$docs" --total-seconds "$total" --command "$cmd" \
   --model "${MODEL[*]}" --budget "${BUDGET[*]} --threads 1 --blas-threads 1" --dims "$DIMS"
-echo "matryoshka: wrote $docs/matryoshka.md and $docs/matryoshka.json ($total s)"
+echo "matryoshka: wrote $docs/matryoshka.md and $docs/figures/matryoshka.json ($total s)"
 if [ "$quick" = 1 ]; then
   cat "$docs/matryoshka.md"
   rm -rf "$tmp"  # the scratch directory (and the docs in it unless --docs said elsewhere)

@@ -1,10 +1,10 @@
 #!/usr/bin/env python3
-"""Tabulates bench/negatives.sh's runs: docs/negatives.json and the table in docs/negatives.md.
+"""Tabulates bench/negatives.sh's runs: docs/figures/negatives.json and the table in docs/negatives.md.
 
 Each arm's R@10 and MRR@10 on the WordNet test split (from `gradcache eval --json`, RUN/test.json),
 mean and sample standard deviation over the seeds, with the time each arm took (mining and
 training, seconds from the script's *.seconds files); the BM25 row from the in-batch runs'
-evaluations; the search timings of docs/search.json when present.
+evaluations; the search timings of docs/figures/search.json when present.
 """
 import argparse
 import json
@@ -70,14 +70,14 @@ def table(result):
 
 
 def search_table(search):
-    """The search timings of docs/search.json (gradcache-search-bench) as a table."""
+    """The search timings of docs/figures/search.json (gradcache-search-bench) as a table."""
     exact = search["exact"]
     rows = [("FAISS flat (the default exact search)", exact["faiss_flat"], None),
             ("exact_top_k (hand-written, blocked)", exact["blocked_exact_top_k"], None),
             ("HNSW", search["hnsw"], search["hnsw"]), ("IVF-PQ", search["ivfpq"], search["ivfpq"])]
     lines = [f"Search of the {search['queries']:,} test queries against {search['passages']:,} passages, top "
              f"{search['k']}, {search['threads']} thread, best of {search['repeats_best_of']} "
-             f"(`{search['program']}`, docs/search.json):", "",
+             f"(`{search['program']}`, docs/figures/search.json):", "",
              "| search | index | build (s) | search (s) | recall vs exact @10 / @100 |", "|---|---|---|---|---|"]
     for name, r, approx in rows:
         recall = f"{approx['recall_vs_exact@10']:.3f} / {approx['recall_vs_exact@100']:.3f}" if approx else "exact"
@@ -106,9 +106,10 @@ def main():
     first = json.load(open(os.path.join(a.runs, f"in-batch-seed{a.seeds[0]}", "test.json")))
     if isinstance(first.get("bm25"), dict):
         result["bm25"] = first["bm25"]
-    json.dump(result, open(os.path.join(a.docs, "negatives.json"), "w"), indent=2)
+    os.makedirs(os.path.join(a.docs, "figures"), exist_ok=True)
+    json.dump(result, open(os.path.join(a.docs, "figures", "negatives.json"), "w"), indent=2)
     text = table(result)
-    search_path = os.path.join(a.docs, "search.json")
+    search_path = os.path.join(a.docs, "figures", "search.json")
     if os.path.exists(search_path):
         text += "\n\n" + search_table(json.load(open(search_path)))
     write_markdown(os.path.join(a.docs, "negatives.md"), text)

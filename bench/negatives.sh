@@ -12,7 +12,7 @@
 # (--on-short random).
 # Every run: the same tokenizer (trained once, first), model, batch, learning rate and number of
 # optimizer steps; evaluated afterwards with `gradcache eval` on the test split (5,977
-# definitions against all 102,859 passages). Writes docs/negatives.json and the table in
+# definitions against all 102,859 passages). Writes docs/figures/negatives.json and the table in
 # docs/negatives.md (between its markers; the text around it is kept). Runs already finished
 # under --out are reused, so an interrupted run of the script can be continued with --out.
 # --quick: a smoke test of the script (tiny model, few steps, a subset), docs in a temporary

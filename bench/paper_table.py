@@ -152,9 +152,10 @@ def main():
             row[key] = dict(zip(("mean", "std"), mean_std([r[key] for r in runs])))
         rows.append(row)
 
-    os.makedirs(a.docs, exist_ok=True)
+    figures = os.path.join(a.docs, "figures")
+    os.makedirs(figures, exist_ok=True)
     result = {"command": a.command, "total_seconds": round(a.total_seconds), "runs_dir": a.runs, "settings": rows}
-    with open(os.path.join(a.docs, "paper_table.json"), "w") as f:
+    with open(os.path.join(figures, "paper_table.json"), "w") as f:
         json.dump(result, f, indent=2)
         f.write("\n")
 
@@ -169,11 +170,11 @@ def main():
         else:
             text = text.rstrip("\n") + "\n\n" + block + "\n"
     else:
-        text = "# Sequential vs Accumulation vs Cache at equal memory\n\n" + block + "\n\n![](paper_table.png)\n"
+        text = "# Sequential vs Accumulation vs Cache at equal memory\n\n" + block + "\n\n![](figures/paper_table.png)\n"
     with open(md, "w") as f:
         f.write(text)
 
-    dat = os.path.join(a.docs, "paper_table.dat")
+    dat = os.path.join(figures, "paper_table.dat")
     with open(dat, "w") as f:
         f.write("# index setting R@10_mean R@10_std MRR@10_mean MRR@10_std R@1_mean R@1_std (percent)\n")
         for i, r in enumerate(rows):
@@ -186,8 +187,8 @@ def main():
     except OSError:
         terms = ""
     term = "pngcairo size 1000,480 font 'sans,11'" if "pngcairo" in terms else "png size 1000,480"
-    png = os.path.join(a.docs, "paper_table.png")
-    with open(os.path.join(a.docs, "paper_table.gp"), "w") as f:
+    png = os.path.join(figures, "paper_table.png")
+    with open(os.path.join(figures, "paper_table.gp"), "w") as f:
         f.write(f"""set terminal {term}
 set output '{png}'
 set title 'WordNet test: in-batch negatives at equal memory (chunks of {rows[0]['chunk']}), mean ± std over {len(rows[0]['seeds'])} seeds'

@@ -17,7 +17,7 @@
 #
 # Full version: 81 min 13 s on this 2-core machine (12 runs, two at a time); writes
 # docs/paper_table.md (the table between its markers; the text around it is kept),
-# docs/paper_table.json and docs/paper_table.png, and each run's output under DIR
+# docs/figures/paper_table.json and docs/figures/paper_table.png, and each run's output under DIR
 # (default runs/paper_table-DATE). --quick: a ~35 s smoke test (tiny model, a data subset,
 # a few steps), everything, docs included, in a temporary directory. --docs DIR: write the
 # table there instead of docs/; --seeds: other seeds; --lr-scale F: every setting's learning
@@ -167,8 +167,8 @@ fi
 python3 bench/paper_table.py --runs "$out" --docs "$docs" --total-seconds "$total" --command "$cmd" \
   --jobs "$jobs" --settings "${settings[@]}"
 if command -v gnuplot >/dev/null; then
-  gnuplot "$docs/paper_table.gp"
-  rm -f "$docs/paper_table.gp" "$docs/paper_table.dat"
+  gnuplot "$docs/figures/paper_table.gp"
+  rm -f "$docs/figures/paper_table.gp" "$docs/figures/paper_table.dat"
 else
   echo "paper_table: gnuplot not found; no plot" >&2
 fi

@@ -1,9 +1,9 @@
 #!/usr/bin/env python3
-"""Tabulates bench/pretrained.sh's runs: docs/pretrained.json and the table in docs/pretrained.md.
+"""Tabulates bench/pretrained.sh's runs: docs/figures/pretrained.json and the table in docs/pretrained.md.
 
 Each row's R@1/10/100, MRR@10 and nDCG@10 on the WordNet test split (`gradcache eval --json`),
 with the seconds its training (and mining) took from the script's *.seconds files; the BM25 row
-from the zero-shot evaluation; the from-scratch main job's row from docs/main_job.log when it is
+from the zero-shot evaluation; the from-scratch main job's row from docs/figures/main_job.log when it is
 there (the README's main job, for comparison).
 """
 import argparse
@@ -35,7 +35,7 @@ def run_config(runs, name):
     return json.load(open(path)) if os.path.exists(path) else {}
 
 
-def main_job_row(log="docs/main_job.log"):
+def main_job_row(log="docs/figures/main_job.log"):
     """The from-scratch main job's 'trained' row (README), if its log is there."""
     if not os.path.exists(log):
         return None
@@ -55,13 +55,13 @@ def table(result):
             secs += f" (+{row['mine_s']:.0f} mining)"
         lines.append(f"| {row['label']} | " + " | ".join(f"{m[k]:.4f}" for k in METRICS) +
                      f" | {row.get('steps', '')} | {secs} |")
-    for key, label in (("bm25", "BM25 (Xapian)"), ("from_scratch", "from scratch: the main job (docs/main_job.log)")):
+    for key, label in (("bm25", "BM25 (Xapian)"), ("from_scratch", "from scratch: the main job (docs/figures/main_job.log)")):
         m = result.get(key)
         if m:
             lines.append(f"| {label} | " + " | ".join(f"{m[k]:.4f}" for k in METRICS) + " | | |")
     lines += ["", f"{result['model_name']}; every trained row saw {result['pairs']:,} training pairs; "
               f"{result['queries']:,} test queries against {result['passages']:,} passages. "
-              f"Produced by `{result['command']}` (docs/pretrained.json)."]
+              f"Produced by `{result['command']}` (docs/figures/pretrained.json)."]
     return "\n".join(lines)
 
 
@@ -103,7 +103,8 @@ def main():
     scratch = main_job_row()
     if scratch:
         result["from_scratch"] = scratch
-    json.dump(result, open(os.path.join(a.docs, "pretrained.json"), "w"), indent=2)
+    os.makedirs(os.path.join(a.docs, "figures"), exist_ok=True)
+    json.dump(result, open(os.path.join(a.docs, "figures", "pretrained.json"), "w"), indent=2)
     text = table(result)
     write_markdown(os.path.join(a.docs, "pretrained.md"), text)
     print(text)

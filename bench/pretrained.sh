@@ -17,7 +17,7 @@
 # --model-dir default), temperature 0.05 (sentence-transformers' scale 20), cosine (the model
 # normalises), fp32, and is evaluated afterwards with `gradcache eval --checkpoint`.
 # Threads: 2 intra-op, which the wheel's MKL follows (docs/platform.md; the committed figures were
-# measured before that link fix, with 1 intra-op thread and 2 OpenBLAS ones). Writes docs/pretrained.json and the table in docs/pretrained.md (between its markers).
+# measured before that link fix, with 1 intra-op thread and 2 OpenBLAS ones). Writes docs/figures/pretrained.json and the table in docs/pretrained.md (between its markers).
 # Finished steps under --out are reused (an interrupted run continues with the same --out).
 # --quick: the tiny random BERT of tests/hf/fixtures and a few steps on a subset (a smoke test).
 # The binary: $GRADCACHE, default build/tools/gradcache (this script builds nothing).

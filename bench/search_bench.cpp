@@ -2,9 +2,9 @@
 // Encodes the WordNet split with a checkpoint's model once, then measures side by side, best of
 // --repeats: the two exact searches (exact_top_k, FAISS IndexFlatIP), whether they agree, HNSW
 // and IVF-PQ (build and search time, recall against the exact search), and the BM25 baseline
-// (Xapian indexing and search). Writes the figures as JSON (docs/search.json).
+// (Xapian indexing and search). Writes the figures as JSON (docs/figures/search.json).
 //
-//   gradcache-search-bench --checkpoint runs/quick --output docs/search.json
+//   gradcache-search-bench --checkpoint runs/quick --output docs/figures/search.json
 #include "retriever/data/task.h"
 #include "retriever/files/atomic_file.h"
 #include "retriever/launch/threads.h"

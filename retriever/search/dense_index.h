@@ -16,7 +16,7 @@ namespace gradcache::retriever {
 
 /// How a DenseIndex searches. Defaults suit the WordNet task (~100k passages, d = 64).
 struct DenseIndexOptions {
-  /// "exact": the faster exact method (FAISS flat on CPU, measured in docs/search.json; the
+  /// "exact": the faster exact method (FAISS flat on CPU, measured in docs/figures/search.json; the
   /// blocked exact_top_k on other devices); "flat": FAISS IndexFlatIP; "blocked": exact_top_k;
   /// "hnsw": IndexHNSWFlat; "ivfpq": IndexIVFPQ (approximate, compressed).
   std::string type = "exact";

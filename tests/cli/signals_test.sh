@@ -4,7 +4,7 @@
 # a command on data large enough that the phase lasts seconds, waits for the line the command
 # logs as the phase begins, sends the signal 0.3 s later and checks
 #   - the exit status, and that it came within SIGNAL_BOUND seconds (default 5; each delay is
-#     printed: docs/signal_delays.log is this script's output);
+#     printed: docs/figures/signal_delays.log is this script's output);
 #   - that the next phase had not begun when the signal came (else the check tested nothing);
 #   - that the command wrote nothing.
 #
