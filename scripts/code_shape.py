@@ -34,9 +34,9 @@ MAX_FILE_LINES = 500
 # call to the last backward: every project header that grad_cache.h and src/grad_cache.cpp
 # reach through their includes, and the source file that defines each (src/X.cpp for
 # include/gradcache/X.h, src/detail/X.cpp for src/detail/X.h), followed transitively. The
-# redesign issue aims at 1,200 lines; the limit below is today's count with a little room, so
+# redesign issue aims at 1,250 lines; the limit below is today's count with a little room, so
 # that the step does not grow unnoticed (it is not met: see docs/testing.md, "The code's shape").
-MAX_CACHE_STEP_LINES = 2400
+MAX_CACHE_STEP_LINES = 2150
 CACHE_STEP_ROOTS = ["include/gradcache/grad_cache.h", "src/grad_cache.cpp"]
 _INCLUDE = re.compile(r'^\s*#\s*include\s*[<"]([^>"]+)[>"]', re.M)
 

@@ -9,6 +9,7 @@
 #include "retriever/config/similarity_settings.h"
 #include "retriever/data/data_settings.h"
 #include "retriever/data/text_data.h"
+#include "retriever/model/encoder_defaults.h"
 #include "retriever/model/tokenizer.h"
 
 #include <gradcache/precision.h>
@@ -43,7 +44,7 @@ bool is_streaming(LossKind loss);
 /// The tokenizer and how many tokens of each side it keeps.
 struct TokenizerSettings {
   std::string file;  ///< sentencepiece .model (--tokenizer); "" = train one on the training texts
-  int64_t vocab_size = 8000;
+  int64_t vocab_size = encoder_defaults::vocab_size;
   int64_t query_max_len = 32;
   int64_t passage_max_len = 32;
 };
@@ -53,13 +54,13 @@ struct TokenizerSettings {
 struct EncoderSettings {
   std::string pretrained;   ///< Hugging Face / sentence-transformers directory (--model-dir); "" = none
   std::string torchscript;  ///< TorchScript encoder file (--model); "" = the built-in Transformer
-  int64_t dim = 64;
-  int64_t layers = 1;
-  int64_t heads = 4;
-  int64_t ffn_dim = 128;
-  int64_t projection_dim = 0;
-  double dropout = 0.1;
-  bool normalize = true;
+  int64_t dim = encoder_defaults::dim;  // the built-in encoder's shape: model/encoder_defaults.h
+  int64_t layers = encoder_defaults::layers;
+  int64_t heads = encoder_defaults::heads;
+  int64_t ffn_dim = encoder_defaults::ffn_dim;
+  int64_t projection_dim = encoder_defaults::projection_dim;
+  double dropout = encoder_defaults::dropout;
+  bool normalize = encoder_defaults::normalize;
   bool untie = false;
   std::string query_prompt, passage_prompt;  ///< text before each query / passage; "" = the model's (if any)
   bool model_prompts = true;                 ///< use a pretrained model's "query" / "document" prompts

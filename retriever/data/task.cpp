@@ -35,6 +35,8 @@ EvalData quick_eval(EvalData full) {
   return out;
 }
 
+}  // namespace
+
 EvalData wordnet_split(RetrievalData& data, const std::string& split) {
   if (split != "test" && split != "dev") throw std::invalid_argument("--split must be test or dev, got '" + split + "'");
   EvalData eval;
@@ -44,8 +46,6 @@ EvalData wordnet_split(RetrievalData& data, const std::string& split) {
   eval.qrels = split == "test" ? data.test_qrels : data.dev_qrels;
   return eval;
 }
-
-}  // namespace
 
 EvalData read_eval_files(const JudgementFiles& files, OnBadLine on_bad, std::vector<std::string>& notices) {
   const DataFiles read(on_bad, notices);

@@ -51,6 +51,10 @@ struct TrainingPairs {
 TrainingPairs load_training_pairs(const std::string& train_file, const std::string& wordnet_dir,
                                   const DataFiles& read);
 
+/// WordNet's "test" or "dev" split as evaluation data: its queries ranked against the whole
+/// corpus. Throws std::invalid_argument for another split name.
+EvalData wordnet_split(RetrievalData& data, const std::string& split);
+
 /// The WordNet evaluation split alone (for `gradcache eval` without files).
 EvalData load_wordnet_eval(const std::string& wordnet_dir, const std::string& split, bool quick);
 

@@ -4,6 +4,7 @@
 
 #include <gradcache/model.h>
 
+#include "retriever/model/encoder_defaults.h"
 #include "retriever/model/fast_dropout.h"
 #include "retriever/model/learned_similarity.h"
 #include "retriever/model/pretrained.h"
@@ -28,16 +29,16 @@ namespace retriever {
 using TokenBatch = std::map<std::string, torch::Tensor>;
 
 struct EncoderOptions {
-  explicit EncoderOptions(int64_t vocab_size = 8000) : vocab_size_(vocab_size) {}
+  explicit EncoderOptions(int64_t vocab_size = encoder_defaults::vocab_size) : vocab_size_(vocab_size) {}
   TORCH_ARG(int64_t, vocab_size);
-  TORCH_ARG(int64_t, dim) = 128;
-  TORCH_ARG(int64_t, layers) = 2;
-  TORCH_ARG(int64_t, heads) = 4;
-  TORCH_ARG(int64_t, ffn_dim) = 512;
-  TORCH_ARG(int64_t, max_len) = 64;        ///< positions
-  TORCH_ARG(double, dropout) = 0.1;
-  TORCH_ARG(int64_t, projection_dim) = 0;  ///< 0: no projection after pooling
-  TORCH_ARG(bool, normalize) = true;       ///< L2-normalise the output (cosine similarity)
+  TORCH_ARG(int64_t, dim) = encoder_defaults::dim;
+  TORCH_ARG(int64_t, layers) = encoder_defaults::layers;
+  TORCH_ARG(int64_t, heads) = encoder_defaults::heads;
+  TORCH_ARG(int64_t, ffn_dim) = encoder_defaults::ffn_dim;
+  TORCH_ARG(int64_t, max_len) = 64;  ///< positions
+  TORCH_ARG(double, dropout) = encoder_defaults::dropout;
+  TORCH_ARG(int64_t, projection_dim) = encoder_defaults::projection_dim;  ///< 0: no projection after pooling
+  TORCH_ARG(bool, normalize) = encoder_defaults::normalize;  ///< L2-normalise the output (cosine similarity)
 };
 
 /// One pre-LayerNorm Transformer layer: x + attn(LN(x)), then x + ffn(LN(x)).

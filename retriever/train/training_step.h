@@ -33,20 +33,21 @@ struct StepOptions {
   /// Gradient Cache, the whole batch in one pass, or gradient accumulation (each sub-batch is
   /// its own contrastive batch).
   TORCH_ARG(TrainMode, mode) = TrainMode::Cache;
-  /// cache: query rows per forward pass (the memory knob).
-  TORCH_ARG(int64_t, chunk_size) = 64;
+  /// cache: query rows per forward pass (the memory knob). The defaults of the knobs that are
+  /// also flags are the flags' (BatchingSettings), declared once.
+  TORCH_ARG(int64_t, chunk_size) = BatchingSettings{}.chunk_size;
   /// cache: passage rows per forward pass; 0: chunk_size.
-  TORCH_ARG(int64_t, passage_chunk_size) = 0;
+  TORCH_ARG(int64_t, passage_chunk_size) = BatchingSettings{}.passage_chunk_size;
   /// accumulate: queries per sub-batch (each with its own 1 + k passages, and only those as
   /// negatives).
-  TORCH_ARG(int64_t, sub_batch_size) = 64;
+  TORCH_ARG(int64_t, sub_batch_size) = BatchingSettings{}.sub_batch_size;
   /// How an input is cut into chunks (cache) or sub-batches (accumulate); default
   /// gradcache::split_input.
   TORCH_ARG(SplitInputFn, split_input_fn) = nullptr;
   /// cache: chunks per model that keep their graph from step 1 (0: none, the paper's
   /// algorithm), and the bytes of activations they may hold together (0: no budget).
-  TORCH_ARG(int64_t, retain_chunks) = 0;
-  TORCH_ARG(int64_t, retain_memory) = 0;
+  TORCH_ARG(int64_t, retain_chunks) = BatchingSettings{}.retain_chunks;
+  TORCH_ARG(int64_t, retain_memory) = BatchingSettings{}.retain_memory;
   /// cache: chunk the passages in order of their own length (the attention mask's row sums),
   /// and give the loss their representations back in batch order. The batch comes sorted by
   /// query length (TrainingData::batch_examples), which groups the queries into chunks of

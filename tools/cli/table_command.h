@@ -23,10 +23,11 @@ namespace cli {
 /// whose stop flag is the program's, then body(settings, control), its exit status. A stop by a
 /// signal prints "gradcache NAME: stopped by SIGxxx" and when_stopped(settings) (what was left
 /// undone), nothing on stdout, and exits 128 + the signal.
-template <class Settings, class Control = retriever::CommandControl>
+/// Body is any callable int(const Settings&, Control&); a template parameter rather than a
+/// std::function so that a lambda binds without naming Control.
+template <class Settings, class Control = retriever::CommandControl, class Body>
 std::function<int()> table_command(CLI::App& command, const retriever::SettingsTable<Settings>& table,
-                                   std::function<std::string(const Settings&)> when_stopped,
-                                   std::function<int(const Settings&, Control&)> body) {
+                                   std::function<std::string(const Settings&)> when_stopped, Body body) {
   auto given = add_setting_flags(command, table, Settings{});
   const std::string name = command.get_name();
   return [given, name, &table, when_stopped, body]() -> int {
