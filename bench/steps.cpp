@@ -17,7 +17,7 @@ Step make_step(const Workload& workload, const StepSpec& spec) {
                            .chunk_size(spec.chunk)
                            .sub_batch_size(spec.chunk)
                            .split_input_fn(workload.split_fn())
-                           .retain_chunks(spec.retain_chunks)
+                           .cache(gradcache::GradCacheOptions().retain_chunks(spec.retain_chunks))
                            .precision(spec.precision);
   std::shared_ptr<rt::TrainingStep> step =
       rt::make_training_step(workload.query_model(), workload.passage_model(), workload.loss(), options);

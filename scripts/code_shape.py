@@ -36,7 +36,7 @@ MAX_FILE_LINES = 500
 # include/gradcache/X.h, src/detail/X.cpp for src/detail/X.h), followed transitively. The
 # redesign issue aims at 1,250 lines; the limit below is today's count with a little room, so
 # that the step does not grow unnoticed (it is not met: see docs/testing.md, "The code's shape").
-MAX_CACHE_STEP_LINES = 2150
+MAX_CACHE_STEP_LINES = 1730
 CACHE_STEP_ROOTS = ["include/gradcache/grad_cache.h", "src/grad_cache.cpp"]
 _INCLUDE = re.compile(r'^\s*#\s*include\s*[<"]([^>"]+)[>"]', re.M)
 

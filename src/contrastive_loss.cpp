@@ -54,12 +54,12 @@ at::Tensor score_matrix_loss(const at::Tensor& scores, Reduction reduction, bool
 
 at::Tensor contrastive_loss(const at::Tensor& q, const at::Tensor& p, const ContrastiveLossOptions& options,
                             const at::Tensor& target) {
-  return score_matrix_loss(scores(q, p, options), options.reduction(), /*symmetric=*/false, target);
+  return score_matrix_loss(scores(q, p, options), options.reduction(), options.symmetric(), target);
 }
 
 at::Tensor symmetric_contrastive_loss(const at::Tensor& q, const at::Tensor& p, const ContrastiveLossOptions& options,
                                       const at::Tensor& target) {
-  return score_matrix_loss(scores(q, p, options), options.reduction(), /*symmetric=*/true, target);
+  return contrastive_loss(q, p, ContrastiveLossOptions(options).symmetric(true), target);
 }
 
 namespace {
@@ -77,12 +77,6 @@ SimpleContrastiveLoss::SimpleContrastiveLoss(ContrastiveLossOptions options) : o
 
 at::Tensor SimpleContrastiveLoss::operator()(const at::Tensor& q, const at::Tensor& p, const LossArgs& args) const {
   return contrastive_loss(q, p, with_call_args(options_, args), args.get_tensor("target"));
-}
-
-SymmetricContrastiveLoss::SymmetricContrastiveLoss(ContrastiveLossOptions options) : options_(std::move(options)) {}
-
-at::Tensor SymmetricContrastiveLoss::operator()(const at::Tensor& q, const at::Tensor& p, const LossArgs& args) const {
-  return symmetric_contrastive_loss(q, p, with_call_args(options_, args), args.get_tensor("target"));
 }
 
 }  // namespace gradcache

@@ -3,8 +3,6 @@
 #include "detail/graph_reach.h"
 #include "detail/state_guard.h"
 
-#include <gradcache/memory.h>
-
 #include <torch/csrc/autograd/autograd.h>
 #include <ATen/ATen.h>
 #include <c10/core/GradMode.h>
@@ -34,7 +32,7 @@ GradCacheBase::GradCacheBase(std::vector<Model> models, std::vector<int64_t> chu
     : models_(std::move(models)),
       chunk_sizes_(std::move(chunk_sizes)),
       options_(std::move(options)),
-      retention_(options_.retain_chunks(), options_.retain_memory()) {
+      retention_(make_retention(options_.retain_chunks(), options_.retain_memory())) {
   TORCH_CHECK(!models_.empty(), "GradCache: needs at least one model");
   for (size_t i = 0; i < models_.size(); ++i) TORCH_CHECK(models_[i].defined(), "GradCache: model ", i, " is empty");
   TORCH_CHECK(chunk_sizes_.size() == 1 || chunk_sizes_.size() == models_.size(), "GradCache: got ",
@@ -118,8 +116,13 @@ ForwardResult GradCacheBase::forward_no_grad(size_t model_index, const std::vect
     ChunkRecord record;
     record.rng_state = RngState::capture(merge(parameter_devices, devices_of(get_input_tensors(chunk))));
     at::Tensor rep;
-    if (retention_.should_retain(result.chunks, chunks.size(), chunk.batch_size(), retained_by_earlier_models_)) {
-      rep = forward_with_graph(model_index, chunk, result.chunks, record);
+    if (retention_ &&
+        should_retain(*retention_, result.chunks, chunks.size(), chunk.batch_size(), retained_by_earlier_models_)) {
+      const c10::Device device = parameter_devices.empty() ? c10::Device(c10::kCPU) : parameter_devices.front();
+      rep = forward_retained(*retention_, device, [&] { return representation(model, chunk); }, result.chunks,
+                             retained_by_earlier_models_, record);
+      TORCH_CHECK(!rep.defined() || rep.requires_grad(), "GradCache: ", model_label(model_index),
+                  " gave a representation without graph although it ran with grad; do its parameters require grad?");
     } else {
       c10::NoGradGuard no_grad;
       rep = representation(model, chunk);
@@ -131,25 +134,6 @@ ForwardResult GradCacheBase::forward_no_grad(size_t model_index, const std::vect
   }
   result.reps = reps.size() == 1 ? reps[0] : at::cat(reps, 0);
   return result;
-}
-
-at::Tensor GradCacheBase::forward_with_graph(size_t model_index, const ModelInput& chunk,
-                                             const std::vector<ChunkRecord>& so_far, ChunkRecord& record) {
-  const Model& model = models_[model_index];
-  const auto devices = devices_of(model.parameters());
-  const c10::Device device = devices.empty() ? c10::Device(c10::kCPU) : devices.front();
-  TORCH_CHECK(!retention_.measures() || memory_stats(device).has_value(), "GradCache: retain_memory needs to ",
-              "measure tensor memory on ", device, "; on CPU call gradcache::CpuMemoryTracker::install() first");
-  c10::AutoGradMode with_grad(true);
-  const int64_t before = retention_.measures() ? memory_stats(device)->current : 0;
-  at::Tensor rep = representation(model, chunk);
-  TORCH_CHECK(!rep.defined() || rep.requires_grad(), "GradCache: ", model_label(model_index),
-              " gave a representation without graph although it ran with grad; do its parameters require grad?");
-  if (retention_.measures()) record.graph_bytes = memory_stats(device)->current - before;
-  // A chunk that does not fit drops its graph here and is replayed in step 3.
-  record.retained = retention_.fits(so_far, retained_by_earlier_models_, record.graph_bytes.value_or(0));
-  if (record.retained) record.graph = rep;
-  return rep;
 }
 
 void GradCacheBase::check_representation(size_t model_index, const at::Tensor& rep,

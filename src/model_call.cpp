@@ -1,16 +1,11 @@
 #include <gradcache/model_call.h>
 
-#include <gradcache/rng_state.h>  // devices_of
-
 #include <c10/util/Exception.h>
 
 namespace gradcache {
 
 c10::IValue call_model(const Model& model, const ModelInput& chunk, Precision precision) {
-  if (precision == Precision::fp32) return model(chunk);
-  auto devices = devices_of(model.parameters());
-  for (const auto& d : devices_of(chunk.tensors())) devices.push_back(d);
-  return call_in_precision(precision, devices, [&] { return model(chunk); });
+  return precision == Precision::fp32 ? model(chunk) : call_model_in_precision(model, chunk, precision);
 }
 
 at::Tensor pick_rep(const c10::IValue& model_output, const GetRepFn& get_rep) {

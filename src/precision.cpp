@@ -2,34 +2,14 @@
 
 #include "detail/compat.h"
 
+#include <gradcache/model_call.h>  // call_model_in_precision, declared there
+#include <gradcache/rng_state.h>   // devices_of
+
 #include <ATen/ATen.h>
 #include <c10/util/Exception.h>
 
-#include <algorithm>
-#include <cctype>
 
 namespace gradcache {
-
-Precision parse_precision(const std::string& name) {
-  std::string n = name;
-  std::transform(n.begin(), n.end(), n.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-  if (n == "fp32" || n == "float32" || n == "float") return Precision::fp32;
-  if (n == "bf16" || n == "bfloat16") return Precision::bf16;
-  if (n == "fp16" || n == "float16" || n == "half") return Precision::fp16;
-  TORCH_CHECK(false, "precision must be fp32, bf16 or fp16, got '", name, "'");
-}
-
-std::string to_string(Precision precision) {
-  switch (precision) {
-    case Precision::fp32:
-      return "fp32";
-    case Precision::bf16:
-      return "bf16";
-    case Precision::fp16:
-      return "fp16";
-  }
-  return "?";
-}
 
 c10::ScalarType scalar_type(Precision precision) {
   switch (precision) {
@@ -82,9 +62,10 @@ c10::Device autocast_device(const std::vector<c10::Device>& devices) {
   return c10::Device(c10::kCPU);
 }
 
-at::Tensor to_full_precision(const at::Tensor& t) {
-  if (t.defined() && (t.scalar_type() == c10::kBFloat16 || t.scalar_type() == c10::kHalf)) return t.to(c10::kFloat);
-  return t;
+c10::IValue call_model_in_precision(const Model& model, const ModelInput& chunk, Precision precision) {
+  auto devices = devices_of(model.parameters());
+  for (const auto& d : devices_of(chunk.tensors())) devices.push_back(d);
+  return call_in_precision(precision, devices, [&] { return model(chunk); });
 }
 
 }  // namespace gradcache

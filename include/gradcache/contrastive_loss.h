@@ -26,9 +26,13 @@ struct ContrastiveLossOptions {
   /// Overridable per call with LossArgs {"reduction", "mean"|"sum"}.
   TORCH_ARG(Reduction, reduction) = Reduction::Mean;
   TORCH_ARG(Similarity, similarity) = Similarity::Dot;
+  /// Also the passage-to-query direction, averaged with query-to-passage (symmetric_contrastive_loss);
+  /// as StreamingLossOptions::symmetric.
+  TORCH_ARG(bool, symmetric) = false;
 };
 
-/// Query-to-passage InfoNCE. q: [N, d], p: [M, d] with M = N * (1 + k): each query's
+/// Query-to-passage InfoNCE (with options.symmetric(), averaged with passage-to-query as
+/// symmetric_contrastive_loss). q: [N, d], p: [M, d] with M = N * (1 + k): each query's
 /// positive followed by its k hard negatives ("stride 1 + k"), so query i's positive is
 /// row i * (1 + k) of p. Every other passage is a negative of every query.
 /// `target` (optional, int64 [N]) gives each query's positive row explicitly instead;
@@ -36,7 +40,8 @@ struct ContrastiveLossOptions {
 at::Tensor contrastive_loss(const at::Tensor& q, const at::Tensor& p, const ContrastiveLossOptions& options = {},
                             const at::Tensor& target = {});
 
-/// The average of the query-to-passage loss and the passage-to-query loss. In the second,
+/// The average of the query-to-passage loss and the passage-to-query loss (contrastive_loss
+/// with options.symmetric(true)). In the second,
 /// each query's positive passage is the anchor and the N queries are the candidates (hard
 /// negatives are only candidates of the first direction).
 at::Tensor symmetric_contrastive_loss(const at::Tensor& q, const at::Tensor& p,
@@ -49,37 +54,27 @@ at::Tensor symmetric_contrastive_loss(const at::Tensor& q, const at::Tensor& p,
 at::Tensor score_matrix_loss(const at::Tensor& scores, Reduction reduction = Reduction::Mean, bool symmetric = false,
                              const at::Tensor& target = {});
 
-/// The reference's SimpleContrastiveLoss as a loss object for GradCache.
+/// The reference's SimpleContrastiveLoss as a loss object for GradCache (symmetric with
+/// ContrastiveLossOptions().symmetric(true), or SymmetricContrastiveLoss).
 /// LossArgs understood: "reduction" ("mean"|"sum"), "target" (int64 tensor [N]).
-class SimpleContrastiveLoss {
+class SimpleContrastiveLoss : public QueryPassageLoss<SimpleContrastiveLoss> {
  public:
   explicit SimpleContrastiveLoss(ContrastiveLossOptions options = {});
+  using QueryPassageLoss::operator();
   at::Tensor operator()(const at::Tensor& q, const at::Tensor& p, const LossArgs& args = {}) const;
-  /// The canonical loss form (see Loss): reps = {q, p}.
-  at::Tensor operator()(const std::vector<at::Tensor>& reps, const LossArgs& args) const {
-    check_two_reps(reps, "SimpleContrastiveLoss");
-    return (*this)(reps[0], reps[1], args);
-  }
   const ContrastiveLossOptions& options() const { return options_; }
+  const char* name() const { return options_.symmetric() ? "SymmetricContrastiveLoss" : "SimpleContrastiveLoss"; }
 
  private:
   ContrastiveLossOptions options_;
 };
 
-/// Symmetric InfoNCE (query->passage and passage->query, averaged); same arguments.
-class SymmetricContrastiveLoss {
+/// Symmetric InfoNCE (query->passage and passage->query, averaged): SimpleContrastiveLoss with
+/// options.symmetric(true), under the reference's name.
+class SymmetricContrastiveLoss : public SimpleContrastiveLoss {
  public:
-  explicit SymmetricContrastiveLoss(ContrastiveLossOptions options = {});
-  at::Tensor operator()(const at::Tensor& q, const at::Tensor& p, const LossArgs& args = {}) const;
-  /// The canonical loss form (see Loss): reps = {q, p}.
-  at::Tensor operator()(const std::vector<at::Tensor>& reps, const LossArgs& args) const {
-    check_two_reps(reps, "SymmetricContrastiveLoss");
-    return (*this)(reps[0], reps[1], args);
-  }
-  const ContrastiveLossOptions& options() const { return options_; }
-
- private:
-  ContrastiveLossOptions options_;
+  explicit SymmetricContrastiveLoss(ContrastiveLossOptions options = {})
+      : SimpleContrastiveLoss(options.symmetric(true)) {}
 };
 
 }  // namespace gradcache

@@ -1,13 +1,14 @@
 // Gradient Cache: full-batch contrastive gradients with one chunk's activation memory.
 #pragma once
 
+#include <gradcache/chunk_record.h>
 #include <gradcache/errors.h>
 #include <gradcache/loss.h>
 #include <gradcache/model.h>
 #include <gradcache/model_call.h>
 #include <gradcache/model_input.h>
-#include <gradcache/precision.h>
-#include <gradcache/retention.h>
+#include <gradcache/precision_kind.h>
+#include <gradcache/retention_hooks.h>
 #include <gradcache/split.h>
 
 #include <torch/arg.h>
@@ -123,9 +124,6 @@ class GradCacheBase {
  private:
   // A chunk's representation as the loss sees it (model_call, get_reps, fp32).
   at::Tensor representation(const Model& model, const ModelInput& chunk);
-  // Step 1 for a chunk the policy retains: with grad, measured under a memory limit.
-  at::Tensor forward_with_graph(size_t model_index, const ModelInput& chunk, const std::vector<ChunkRecord>& so_far,
-                                ChunkRecord& record);
   void check_representation(size_t model_index, const at::Tensor& rep, c10::optional<int64_t> rows) const;
 
   StepTimes last_step_times_;
@@ -133,7 +131,7 @@ class GradCacheBase {
   std::vector<Model> models_;
   std::vector<int64_t> chunk_sizes_;
   GradCacheOptions options_;
-  RetentionPolicy retention_;
+  std::shared_ptr<const RetentionPolicy> retention_;  // null: nothing retained (the paper)
 };
 
 /// Gradient Cache (Gao et al., 2021) for a loss over the representations.

@@ -1,6 +1,7 @@
 // gradcache: Gradient Cache for LibTorch. The umbrella header.
 #pragma once
 
+#include <gradcache/chunk_record.h>
 #include <gradcache/chunk_size.h>
 #include <gradcache/contrastive_loss.h>
 #include <gradcache/cost_model.h>
@@ -15,7 +16,9 @@
 #include <gradcache/model_call.h>
 #include <gradcache/model_input.h>
 #include <gradcache/precision.h>
+#include <gradcache/precision_kind.h>
 #include <gradcache/retention.h>
+#include <gradcache/retention_hooks.h>
 #include <gradcache/rng_state.h>
 #include <gradcache/similarity.h>
 #include <gradcache/split.h>

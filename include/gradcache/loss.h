@@ -40,6 +40,18 @@ class LossArgs {
 /// For two-model losses: throws, naming `who`, unless `reps` holds exactly two tensors.
 void check_two_reps(const std::vector<at::Tensor>& reps, const char* who);
 
+/// The canonical loss form (see Loss) of a loss of a query and a passage representation,
+/// written once: `Derived` has operator()(q, p, args) and name(); reps = {q, p}.
+template <class Derived>
+class QueryPassageLoss {
+ public:
+  at::Tensor operator()(const std::vector<at::Tensor>& reps, const LossArgs& args) const {
+    const auto& self = static_cast<const Derived&>(*this);
+    check_two_reps(reps, self.name());
+    return self(reps[0], reps[1], args);
+  }
+};
+
 /// A loss over the representations of all models, in model order. Accepted callables:
 ///   Tensor(const std::vector<Tensor>& reps, const LossArgs& args)   // the canonical form
 ///   Tensor(const Tensor& q, const Tensor& p)                         // two models, no arguments

@@ -5,7 +5,7 @@
 
 #include <gradcache/model.h>
 #include <gradcache/model_input.h>
-#include <gradcache/precision.h>
+#include <gradcache/precision_kind.h>
 
 #include <functional>
 #include <vector>
@@ -15,17 +15,11 @@ namespace gradcache {
 /// Picks the representation tensor out of a model's output (the reference's get_rep_fn).
 using GetRepFn = std::function<at::Tensor(const c10::IValue& model_output)>;
 
-/// Runs `fn()` under an autocast scope for `precision` on the device the call computes on:
-/// the first accelerator among `devices`, else CPU (nothing is enabled for fp32).
-template <class Fn>
-decltype(auto) call_in_precision(Precision precision, const std::vector<c10::Device>& devices, Fn&& fn) {
-  AutocastScope autocast(precision, autocast_device(devices));
-  return fn();
-}
-
 /// Calls `model` on `chunk` under autocast for `precision`, on the devices of the model's
 /// parameters and the chunk's tensors.
 c10::IValue call_model(const Model& model, const ModelInput& chunk, Precision precision);
+/// call_model for bf16 and fp16: under an AutocastScope (defined with it, in precision.cpp).
+c10::IValue call_model_in_precision(const Model& model, const ModelInput& chunk, Precision precision);
 
 /// The representation in a model's output: `get_rep(output)` if given, else the output,
 /// which must then be a tensor.

@@ -1,27 +1,17 @@
-// Mixed precision: the precision models run in, and autocast scoped to one model call.
+// Mixed precision: autocast scoped to one model call. An extension of the cache step, which
+// names a precision (precision_kind.h) and calls a model in it through call_model_in_precision.
 #pragma once
+
+#include <gradcache/precision_kind.h>
 
 #include <ATen/core/Tensor.h>
 #include <c10/core/Device.h>
 #include <c10/core/ScalarType.h>
 
-#include <string>
 #include <vector>
 
 namespace gradcache {
 
-/// The precision the models compute in (docs/design.md §2, "Autocast"). The loss, the
-/// representations it sees and the gradient cache are always fp32.
-/// - fp32: no autocast (default).
-/// - bf16: autocast to bfloat16; on CPU and CUDA. No loss scaling needed (fp32's exponent range).
-/// - fp16: autocast to float16; on CUDA (on CPU with LibTorch 2.4 or later). Use a GradScaler:
-///   small gradients underflow in fp16 otherwise.
-enum class Precision { fp32, bf16, fp16 };
-
-/// "fp32", "bf16" or "fp16" (also "float32", "bfloat16", "float16"); throws otherwise.
-Precision parse_precision(const std::string& name);
-/// "fp32", "bf16" or "fp16".
-std::string to_string(Precision precision);
 /// The dtype autocast computes in: kFloat, kBFloat16 or kHalf.
 c10::ScalarType scalar_type(Precision precision);
 /// Whether this LibTorch can autocast to `precision` on `device_type` (fp32 always can).
@@ -52,7 +42,12 @@ class AutocastScope {
 /// accelerator among them (CPU tensors there are indices and such), else CPU.
 c10::Device autocast_device(const std::vector<c10::Device>& devices);
 
-/// `t` in fp32 if it is bf16 or fp16 (differentiably), otherwise `t` itself. What the loss sees.
-at::Tensor to_full_precision(const at::Tensor& t);
+/// Runs `fn()` under an autocast scope for `precision` on the device the call computes on:
+/// the first accelerator among `devices`, else CPU (nothing is enabled for fp32).
+template <class Fn>
+decltype(auto) call_in_precision(Precision precision, const std::vector<c10::Device>& devices, Fn&& fn) {
+  AutocastScope autocast(precision, autocast_device(devices));
+  return fn();
+}
 
 }  // namespace gradcache

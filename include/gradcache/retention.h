@@ -1,8 +1,10 @@
-// What step 1 keeps of each chunk, and which chunks keep their graph (docs/design.md §3,
-// "Retain"): a retained chunk runs with grad in step 1, so step 3 only runs its backward.
+// Which chunks keep their graph (docs/design.md §3, "Retain"): a retained chunk runs with grad
+// in step 1, so step 3 only runs its backward. An extension of the cache step, which enters it
+// only through retention_hooks.h.
 #pragma once
 
-#include <gradcache/rng_state.h>
+#include <gradcache/chunk_record.h>
+#include <gradcache/retention_hooks.h>
 
 #include <ATen/core/Tensor.h>
 #include <c10/util/Optional.h>
@@ -11,25 +13,6 @@
 #include <vector>
 
 namespace gradcache {
-
-/// What step 1 recorded of one chunk.
-struct ChunkRecord {
-  RngState rng_state;       ///< the generators before the chunk: step 3 replays from here
-  int64_t rows = 0;         ///< rows of its representation
-  bool retained = false;    ///< step 1 kept its graph: step 3 runs only its backward
-  at::Tensor graph;         ///< the retained representation with its graph, until step 3 frees it
-  /// Activations its graph held, kept or not: measured only under a memory limit
-  /// (GradCacheOptions::retain_memory); nullopt when not measured (a measured 0 is 0).
-  c10::optional<int64_t> graph_bytes;
-};
-
-/// Step 1's outcome for one model.
-struct ForwardResult {
-  at::Tensor reps;                  ///< the representations of all chunks, without graph
-  std::vector<ChunkRecord> chunks;  ///< one record per chunk, in order
-  int64_t retained_chunks() const;
-  int64_t retained_bytes() const;  ///< bytes the retained chunks hold (when measured)
-};
 
 /// Which chunks of a model keep their graph. Stateless: it decides from the records of the
 /// model's chunks so far and the bytes the models before it retained in this step.

@@ -34,15 +34,12 @@ at::Tensor sharded_contrastive_loss(const ProcessGroup& group, const at::Tensor&
 ///
 /// LossArgs understood: "reduction" ("mean"|"sum"), "temperature" (a number or a one-element
 /// tensor).
-class ShardedContrastiveLoss {
+class ShardedContrastiveLoss : public QueryPassageLoss<ShardedContrastiveLoss> {
  public:
   explicit ShardedContrastiveLoss(ProcessGroup group, StreamingLossOptions options = {});
   at::Tensor operator()(const at::Tensor& q_local, const at::Tensor& p_local, const LossArgs& args = {}) const;
-  /// The canonical loss form (see Loss): reps = {q, p}.
-  at::Tensor operator()(const std::vector<at::Tensor>& reps, const LossArgs& args) const {
-    check_two_reps(reps, "ShardedContrastiveLoss");
-    return (*this)(reps[0], reps[1], args);
-  }
+  using QueryPassageLoss::operator();
+  const char* name() const { return "ShardedContrastiveLoss"; }
   const StreamingLossOptions& options() const { return options_; }
 
  private:

@@ -68,15 +68,12 @@ at::Tensor streaming_contrastive_loss(const at::Tensor& q, const at::Tensor& p,
 ///
 /// LossArgs understood: "reduction" ("mean"|"sum"), "target" (int64 tensor [N]),
 /// "temperature" (a number, or a one-element tensor that may require grad).
-class StreamingContrastiveLoss {
+class StreamingContrastiveLoss : public QueryPassageLoss<StreamingContrastiveLoss> {
  public:
   explicit StreamingContrastiveLoss(StreamingLossOptions options = {});
   at::Tensor operator()(const at::Tensor& q, const at::Tensor& p, const LossArgs& args = {}) const;
-  /// The canonical loss form (see Loss): reps = {q, p}.
-  at::Tensor operator()(const std::vector<at::Tensor>& reps, const LossArgs& args) const {
-    check_two_reps(reps, "StreamingContrastiveLoss");
-    return (*this)(reps[0], reps[1], args);
-  }
+  using QueryPassageLoss::operator();
+  const char* name() const { return "StreamingContrastiveLoss"; }
   const StreamingLossOptions& options() const { return options_; }
 
  private:

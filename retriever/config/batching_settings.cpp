@@ -118,7 +118,7 @@ void add_batching_settings(SettingsTable<TrainConfig>& t) {
             .per_rank()
             .checked(at_least(0)));
   t.add(nested_field("sub_batch_size", &TrainConfig::batching, &BatchingSettings::sub_batch_size, "--sub-batch-size",
-                     "accumulate: queries per sub-batch, each with only its own passages as negatives")
+                     "accumulate: queries per sub-batch, each with only its own passages as negatives (default: --chunk-size)")
             .in_group(group)
             .checked(positive()));
   t.add(nested_field("sort_by_length", &TrainConfig::batching, &BatchingSettings::sort_by_length, "--sort-by-length",
@@ -127,8 +127,8 @@ void add_batching_settings(SettingsTable<TrainConfig>& t) {
   // Retained chunks trade memory for time; the gradients are the same, so a resumed run may
   // change them (and runs of earlier versions, saved with -1, still resume).
   t.add(nested_field("retain_chunks", &TrainConfig::batching, &BatchingSettings::retain_chunks, "--retain-chunks",
-                     "cache: chunks per model that keep their graph instead of being recomputed (0: none; -1: as many "
-                     "as --retain-memory allows)")
+                     "cache: chunks per model that keep their graph instead of being recomputed (-1: as many as "
+                     "--retain-memory allows, none without it, as GradCacheOptions; 0: none)")
             .in_group(group)
             .per_rank()
             .free_on_resume()

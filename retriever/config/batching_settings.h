@@ -33,9 +33,9 @@ struct BatchingSettings {
   bool chunk_size_auto = false;    ///< choose both from chunk_memory by measurement (--chunk-size auto)
   int64_t chunk_memory = 0;        ///< bytes one chunk's forward + backward may use (with chunk_size_auto)
   int64_t chunk_tokens = 0;        ///< > 0: chunks bounded by tokens (rows x longest) instead of rows
-  int64_t sub_batch_size = 128;    ///< accumulate: queries per sub-batch (as chunk_size: equal memory per forward)
+  int64_t sub_batch_size = 128;    ///< accumulate: queries per sub-batch; not given: chunk_size (build_train_config)
   bool sort_by_length = true;      ///< order each batch by query length (less padding; not in accumulate)
-  int64_t retain_chunks = 0;       ///< chunks per model kept with their graph (0: none; -1: what retain_memory allows)
+  int64_t retain_chunks = -1;      ///< chunks per model kept with their graph (-1: what retain_memory allows, none without it; 0: none)
   int64_t retain_memory = 0;       ///< bytes of activations retained chunks may hold (0: no budget)
 };
 

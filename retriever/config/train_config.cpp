@@ -1,6 +1,7 @@
 #include "retriever/config/train_config.h"
 
 #include "retriever/config/device.h"
+#include "retriever/config/encoder_settings.h"
 #include "retriever/config/matryoshka_settings.h"
 #include "retriever/config/model_selection_settings.h"
 #include "retriever/config/similarity_settings.h"
@@ -41,86 +42,6 @@ void add_data_settings(Table& t) {
   t.add(nested_choice_field("on_bad_line", &TrainConfig::data, &DataSettings::on_bad_line, "--on-bad-line",
                             "What a malformed input line does: error or skip", on_bad_line_names())
             .in_group(group));
-}
-
-// The text put before each query and passage (sentence-transformers' prompts).
-void add_prompt_settings(Table& t, const char* group) {
-  t.add(nested_field("query_prompt", &TrainConfig::encoder, &EncoderSettings::query_prompt, "--query-prompt",
-                     "Text put before each query, e.g. \"query: \" (default: a --model-dir model's prompt named "
-                     "\"query\", if it has one)")
-            .in_group(group));
-  t.add(nested_field("passage_prompt", &TrainConfig::encoder, &EncoderSettings::passage_prompt, "--passage-prompt",
-                     "Text put before each passage, e.g. \"passage: \" (default: a --model-dir model's prompt named "
-                     "\"document\", \"passage\" or \"corpus\", if it has one)")
-            .in_group(group));
-  t.add(nested_field("model_prompts", &TrainConfig::encoder, &EncoderSettings::model_prompts, "--model-prompts",
-                     "Use a --model-dir model's own query and document prompts when no --query-prompt or "
-                     "--passage-prompt is given (false: none)")
-            .in_group(group));
-  t.add(nested_field("specb", &TrainConfig::encoder, &EncoderSettings::specb, "--specb",
-                     "SGPT's bracket markers (with --model-dir): each query's tokens between \"[\" and \"]\", each "
-                     "passage's between \"{\" and \"}\", so that one encoder tells the sides apart")
-            .in_group(group)
-            .as_switch());
-}
-
-void add_model_settings(Table& t) {
-  const char* group = "Tokenizer and model";
-  t.add(nested_field("tokenizer", &TrainConfig::tokenizer, &TokenizerSettings::file, "--tokenizer",
-                     "sentencepiece .model; default: train one on the training texts")
-            .in_group(group));
-  t.add(nested_field("vocab_size", &TrainConfig::tokenizer, &TokenizerSettings::vocab_size, "--vocab-size",
-                     "Pieces of a trained tokenizer")
-            .in_group(group)
-            .checked(at_least(16)));
-  t.add(nested_field("query_max_len", &TrainConfig::tokenizer, &TokenizerSettings::query_max_len, "--query-max-len",
-                     "Query tokens kept (with --model-dir: default 512, at most the model's max_seq_length)")
-            .in_group(group)
-            .checked(positive()));
-  t.add(nested_field("passage_max_len", &TrainConfig::tokenizer, &TokenizerSettings::passage_max_len,
-                     "--passage-max-len", "Passage tokens kept (with --model-dir: default 512, at most the model's max_seq_length)")
-            .in_group(group)
-            .checked(positive()));
-  t.add(nested_field("model_dir", &TrainConfig::encoder, &EncoderSettings::pretrained, "--model-dir",
-                     "A pretrained Hugging Face / sentence-transformers model directory (BERT family: "
-                     "all-MiniLM-L6-v2, bge, e5, gte) to fine-tune, with its tokenizer; --dim, --layers, --heads, "
-                     "--ffn-dim, --projection, --dropout, --normalize and --vocab-size are the model's")
-            .in_group(group)
-            .hint("DIR"));
-  t.add(nested_field("model", &TrainConfig::encoder, &EncoderSettings::torchscript, "--model",
-                     "TorchScript encoder: forward(input_ids, attention_mask) -> [B, d] or [B, T, d]; default: the "
-                     "built-in Transformer")
-            .in_group(group));
-  t.add(nested_field("dim", &TrainConfig::encoder, &EncoderSettings::dim, "--dim", "Built-in encoder width")
-            .in_group(group)
-            .checked(positive()));
-  t.add(nested_field("layers", &TrainConfig::encoder, &EncoderSettings::layers, "--layers", "Transformer layers")
-            .in_group(group)
-            .checked([](const nlohmann::json& v) -> std::string {
-              // 0 trained an encoder that only averages token embeddings, with exit 0 (issue 27)
-              return v.get<double>() >= 1 ? "" : "must be at least 1 (with 0 the encoder has no Transformer layer)";
-            }));
-  t.add(nested_field("heads", &TrainConfig::encoder, &EncoderSettings::heads, "--heads", "Attention heads")
-            .in_group(group)
-            .checked(positive()));
-  t.add(nested_field("ffn_dim", &TrainConfig::encoder, &EncoderSettings::ffn_dim, "--ffn-dim", "Feed-forward width")
-            .in_group(group)
-            .checked(positive()));
-  t.add(nested_field("projection_dim", &TrainConfig::encoder, &EncoderSettings::projection_dim, "--projection",
-                     "Projection after pooling (0: none)")
-            .in_group(group)
-            .checked(at_least(0)));
-  t.add(nested_field("dropout", &TrainConfig::encoder, &EncoderSettings::dropout, "--dropout", "Dropout")
-            .in_group(group)
-            .checked(in_range(0, 1)));
-  t.add(nested_field("normalize", &TrainConfig::encoder, &EncoderSettings::normalize, "--normalize",
-                     "L2-normalise the representations (cosine similarity)")
-            .in_group(group));
-  t.add(nested_field("untie", &TrainConfig::encoder, &EncoderSettings::untie, "--untie",
-                     "Separate query and passage encoders (default: one shared encoder)")
-            .in_group(group)
-            .as_switch());
-  add_prompt_settings(t, group);
 }
 
 // The contrastive loss and how the streaming losses tile it.
@@ -371,7 +292,6 @@ TrainConfig quick_defaults() {
   c.encoder.ffn_dim = 128;
   c.batching.batch_size = 256;
   c.batching.chunk_size = 32;
-  c.batching.sub_batch_size = 32;  // as chunk_size: equal memory per forward
   c.training.steps = 30;
   c.training.lr = 3e-3;
   c.output.log_every = 5;
@@ -395,6 +315,12 @@ TrainConfig build_train_config(const nlohmann::json& file, const GivenSettings& 
     c = table.build(c.encoder.is_pretrained() ? pretrained_defaults(c.quick) : quick_defaults(), file, flags, &said);
   }
   if (notices) notices->insert(notices->end(), said.begin(), said.end());
+  // One knob for how much is computed at once, in every mode: accumulate's sub-batches are
+  // --chunk-size queries (the cache's memory per forward) unless --sub-batch-size is given.
+  const bool sub_batch_given =
+      (file.is_object() && file.contains("sub_batch_size")) ||
+      std::any_of(flags.begin(), flags.end(), [](const auto& flag) { return flag.first == "sub_batch_size"; });
+  if (c.batching.mode == TrainMode::Accumulate && !sub_batch_given) c.batching.sub_batch_size = c.batching.chunk_size;
   return c;
 }
 

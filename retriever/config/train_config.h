@@ -10,6 +10,7 @@
 #include "retriever/data/data_settings.h"
 #include "retriever/data/text_data.h"
 #include "retriever/model/encoder_defaults.h"
+#include "retriever/model/trainable_parameters.h"
 #include "retriever/model/tokenizer.h"
 
 #include <gradcache/precision.h>
@@ -65,7 +66,10 @@ struct EncoderSettings {
   std::string query_prompt, passage_prompt;  ///< text before each query / passage; "" = the model's (if any)
   bool model_prompts = true;                 ///< use a pretrained model's "query" / "document" prompts
   bool specb = false;                        ///< SGPT's bracket markers around queries and passages
+  std::string train_params;                  ///< --train-params: "" (all), "bias", or a regex over parameter names
+  bool freeze_embeddings = false;            ///< --freeze-embeddings
   PromptSettings prompts() const { return {query_prompt, passage_prompt, model_prompts, specb}; }
+  TrainableParameters trainable() const { return {train_params, freeze_embeddings}; }
   /// Which encoder the settings describe.
   bool is_pretrained() const { return !pretrained.empty(); }
   bool is_builtin() const { return pretrained.empty() && torchscript.empty(); }

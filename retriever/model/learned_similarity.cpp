@@ -8,7 +8,7 @@ namespace retriever {
 LearnedSimilarityImpl::LearnedSimilarityImpl(LearnedSimilarityOptions options_) : options(std::move(options_)) {
   TORCH_CHECK(options.dot_temperature() >= 0, "LearnedSimilarity: dot_temperature must be >= 0 (0: no dot term), got ",
               options.dot_temperature());
-  mlp = register_module("mlp", PairMlp(PairMlpOptions(options.dim(), options.hidden()).dropout(options.dropout())));
+  mlp = register_module("mlp", PairMlp(static_cast<const PairMlpOptions&>(options)));
 }
 
 at::Tensor LearnedSimilarityImpl::forward(const at::Tensor& q, const at::Tensor& p) {

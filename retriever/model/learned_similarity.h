@@ -14,14 +14,17 @@
 namespace gradcache {
 namespace retriever {
 
-struct LearnedSimilarityOptions {
-  LearnedSimilarityOptions(int64_t dim, int64_t hidden) : dim_(dim), hidden_(hidden) {}
-  /// Width of the representations (the encoder's output).
-  TORCH_ARG(int64_t, dim);
-  /// Hidden width of the pair MLP.
-  TORCH_ARG(int64_t, hidden);
-  /// Dropout on the MLP's hidden layer (training only).
-  TORCH_ARG(double, dropout) = 0.0;
+/// The pair MLP's options (dim, hidden, dropout: PairMlpOptions, declared once there) and the
+/// dot term.
+struct LearnedSimilarityOptions : PairMlpOptions {
+  LearnedSimilarityOptions(int64_t dim, int64_t hidden) : PairMlpOptions(dim, hidden) {}
+  /// PairMlpOptions' dropout, its setter returning this type so that a chain can go on to
+  /// dot_temperature (it hides the base's setters, whose rvalue overload would return the base).
+  LearnedSimilarityOptions& dropout(double p) {
+    PairMlpOptions::dropout(p);
+    return *this;
+  }
+  const double& dropout() const noexcept { return PairMlpOptions::dropout(); }
   /// > 0: Phi adds q . p / dot_temperature to the MLP, so that the encoders keep being trained
   /// for the dot product the first stage ranks by (the MLP learns a correction); 0: the MLP alone.
   TORCH_ARG(double, dot_temperature) = 0.0;

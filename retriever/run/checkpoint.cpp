@@ -4,12 +4,14 @@
 #include "retriever/files/error_message.h"
 #include "retriever/files/zip_integrity.h"
 #include "retriever/run/build_model.h"
+#include "retriever/run/frozen_base.h"
 
 #include <torch/torch.h>
 
 #include <unistd.h>
 
 #include <sstream>
+#include <unordered_set>
 
 namespace gradcache {
 namespace retriever {
@@ -133,9 +135,14 @@ void save_checkpoint(const std::string& path, const CheckpointInfo& info, const 
   for (const auto& s : model.torchscript_bytes()) scripts.push_back(to_tensor(s));
   archive.write("torchscript", c10::IValue(scripts));
 
+  // A --model-dir run's frozen weights stay in the base model: the checkpoint names them.
+  const FrozenWeights frozen = info.pretrained ? frozen_weights(model, info.pretrained->source) : FrozenWeights{};
+  if (!frozen.names.empty()) archive.write("frozen", to_tensor(to_json(frozen).dump()));
+  const std::unordered_set<std::string> left_to_base(frozen.names.begin(), frozen.names.end());
   c10::List<std::string> names;
   c10::List<at::Tensor> tensors;
   for (const auto& [name, t] : model.named_state()) {
+    if (left_to_base.count(name)) continue;
     names.push_back(name);
     tensors.push_back(t.detach().to(torch::kCPU));
   }
@@ -229,17 +236,31 @@ BiEncoder read_model(torch::serialize::InputArchive& archive, const std::string&
     check(name_list.get(i).isString(), "checkpoint ", name, " has malformed model weights");
     saved[name_list.get(i).toStringRef()] = tensor_list.get(i);
   }
+  FrozenWeights frozen;
+  torch::Tensor frozen_record;
+  if (archive.try_read("frozen", frozen_record)) {  // a --model-dir run that trained a part of the model
+    try {
+      frozen = frozen_from_json(nlohmann::json::parse(to_bytes(frozen_record)));
+    } catch (const std::exception& e) {
+      check(false, "checkpoint ", name, " has a malformed record of its frozen weights: ", error_message(e));
+    }
+    restore_frozen(model, frozen, name);
+  }
+  const std::unordered_set<std::string> from_base(frozen.names.begin(), frozen.names.end());
   torch::NoGradGuard no_grad;
   auto state = model.named_state();
-  check(state.size() == saved.size(), "checkpoint ", name, " holds ", saved.size(), " tensors but the model has ",
-        state.size(), ": it was saved from another architecture");
+  check(state.size() == saved.size() + from_base.size(), "checkpoint ", name, " holds ", saved.size() + from_base.size(),
+        " tensors but the model has ", state.size(), ": it was saved from another architecture");
   for (auto& [key, t] : state) {
+    if (from_base.count(key)) continue;
     auto it = saved.find(key);
     check(it != saved.end(), "checkpoint ", name, " lacks the weight '", key, "'");
     check(it->second.sizes() == t.sizes(), "checkpoint ", name, ": weight '", key, "' has shape ",
           it->second.sizes(), " but the model expects ", t.sizes());
     t.copy_(it->second);
   }
+  // What trains as the run had it (BiEncoder::parameters: what the optimizer's state is of).
+  if (!info.config.encoder.trainable().everything()) select_trainable(model, info.config.encoder.trainable());
   return model;
 }
 

@@ -1,7 +1,8 @@
-// The training loop. What it stands on lives in its own files: the run directory
-// (run/run_directory.h), the data and its batches (train/training_data.h), the model, optimizer and
-// loss (train/training_state.h), and the step of each mode (train/training_step.h).
-#include "retriever/train/trainer.h"
+// The training loop, checkpoints and summary of a run (its setup: train/run_setup.cpp). What it
+// stands on lives in its own files: the run directory (run/run_directory.h), the data and its
+// batches (train/training_data.h), the model, optimizer and loss (train/training_state.h), and the
+// step of each mode (train/training_step.h).
+#include "retriever/train/run.h"
 
 #include "retriever/config/matryoshka_settings.h"
 #include "retriever/data/data_fingerprint.h"
@@ -32,206 +33,7 @@
 namespace gradcache {
 namespace retriever {
 
-namespace {
-
-using Clock = std::chrono::steady_clock;
-
-double seconds_since(Clock::time_point start) {
-  return std::chrono::duration<double>(Clock::now() - start).count();
-}
-
-class Run {
- public:
-  Run(TrainConfig config, const TrainOptions& options) : config_(std::move(config)), options_(options) {}
-  TrainResult execute();
-
- private:
-  void set_up_machine();
-  void open_directory();
-  void load_pretrained_model();
-  void load_data();
-  void fingerprint_data();
-  void check_resumed_position() const;
-  void choose_chunk_sizes();
-  void build_step();
-  int64_t count_steps() const;
-  void train_loop();
-  /// Fills `times`' step phases and update_s.
-  double train_step(const TokenBatch& queries, const TokenBatch& passages, int64_t step, StepRecord& times);
-  void record_step(StepRecord record, double loss, size_t pairs, double step_seconds, int64_t first_step,
-                   Clock::time_point loop_start);
-  void write_run_files();
-  void save(const std::string& name = "checkpoint.pt");
-  void select_on_dev();
-  bool stop_requested() const;
-  void log(const std::string& text) { progress_->message(text); }
-  void write_summary();
-  nlohmann::json selection_summary() const;
-  bool writer() const { return rank_ == 0; }  // the one process that writes, logs and evaluates
-
-  TrainConfig config_;
-  TrainOptions options_;
-  std::shared_ptr<distributed::ProcessGroup> group_;  // null: one process
-  int rank_ = 0, world_ = 1;
-  std::ostringstream silent_;  // where other ranks' progress goes
-  std::unique_ptr<ProgressReporter> progress_;
-  c10::Device device_{c10::kCPU};
-  std::unique_ptr<RunDirectory> directory_;
-  std::optional<CheckpointInfo> resumed_;
-  std::optional<LoadedPretrained> pretrained_;             // --model-dir, until the model holds it
-  std::optional<PretrainedModel> pretrained_description_;  // what checkpoints record of it
-  std::unique_ptr<TrainingData> data_;
-  std::unique_ptr<RunEvaluation> evaluation_;  // on data_'s evaluation set
-  DataFingerprint data_fingerprint_;  // recorded in every checkpoint
-  std::unique_ptr<TrainingModel> model_;
-  std::unique_ptr<TrainingStep> step_;
-  TrainProgress progress_state_;
-  int64_t steps_per_epoch_ = 0;
-  nlohmann::json baseline_ = nullptr;
-  SelectionState selection_;   // model selection on dev data (--eval-every); rank 0's is the one
-  bool stopped_early_ = false;  // --patience ran out
-  TrainResult result_;
-};
-
-void Run::set_up_machine() {
-  if (options_.group && options_.group->world_size() > 1) {
-    group_ = options_.group;
-    rank_ = group_->rank();
-    world_ = group_->world_size();
-  }
-  device_ = c10::Device(config_.machine.device);
-  configure_threads(static_cast<int>(config_.machine.threads), static_cast<int>(config_.machine.blas_threads));
-  if ((config_.batching.chunk_memory > 0 || config_.batching.retain_memory > 0) && device_.is_cpu()) {
-    CpuMemoryTracker::install();  // the budgets are measured, not guessed
-  }
-  progress_ = std::make_unique<ProgressReporter>(writer() ? *options_.log : silent_, options_.terminal && writer(),
-                                                 config_.output.log_every);
-}
-
-void Run::open_directory() {
-  directory_ = std::make_unique<RunDirectory>(config_, writer());
-  if (!options_.resume) {
-    directory_->start(options_.overwrite);
-    return;
-  }
-  resumed_ = directory_->resume(config_, world_);
-  for (const auto& notice : resumed_->notices) log(directory_->checkpoint_path() + ": " + notice);
-  config_ = resumed_config(resumed_->config, config_);  // e.g. chunk sizes measured by the first run
-  progress_state_ = resumed_->progress;
-  baseline_ = resumed_->baseline;
-  if (!resumed_->selection.is_null()) selection_ = selection_from_json(resumed_->selection);
-  stopped_early_ = patience_exhausted(selection_, config_.selection.patience);
-}
-
-// --model-dir: the pretrained model, read once (a resumed run's checkpoint describes it).
-void Run::load_pretrained_model() {
-  if (resumed_) {
-    pretrained_description_ = resumed_->pretrained;
-  } else if (config_.encoder.is_pretrained()) {
-    pretrained_ = load_pretrained(config_.encoder.pretrained);
-    pretrained_description_ = pretrained_->description;
-    log("pretrained model " + config_.encoder.pretrained + ": " + describe(pretrained_->description));
-  }
-}
-
-void Run::load_data() {
-  TrainingData::TokenizerSource tokenizer;
-  tokenizer.pretrained = pretrained_description_ ? &*pretrained_description_ : nullptr;
-  tokenizer.saved = resumed_ ? &resumed_->tokenizer : nullptr;
-  tokenizer.trained_path = directory_->scratch_path("tokenizer.model");  // written there at the claim
-  tokenizer.group = group_.get();
-  tokenizer.stop = options_.stop;
-  data_ = std::make_unique<TrainingData>(config_, tokenizer, BatchShare{rank_, world_},
-                                         [this](const std::string& text) { log(text); });
-  evaluation_ = std::make_unique<RunEvaluation>(config_, *data_, device_,
-                                                [this](const std::string& text) { log(text); }, options_.stop);
-  if (config_.encoder.is_builtin()) config_.tokenizer.vocab_size = data_->tokenizer().vocab_size();
-}
-
-// A resumed run must read the data the checkpoint was trained on: its position in them (epoch
-// order, batch) means nothing in other data.
-void Run::fingerprint_data() {
-  data_fingerprint_ = fingerprint_training_data(config_.data);
-  if (!resumed_) return;
-  if (resumed_->data) {
-    check_same_training_data(*resumed_->data, data_fingerprint_, directory_->checkpoint_path());
-  } else {
-    log(directory_->checkpoint_path() + " records no fingerprint of its training data (saved by an earlier "
-        "gradcache): changes to the data since then cannot be detected");
-  }
-}
-
-// Checked even where the fingerprint is missing (checkpoints of earlier versions): a position
-// past the end of the data's epoch would index past the data.
-void Run::check_resumed_position() const {
-  if (!resumed_ || progress_state_.batch_in_epoch < steps_per_epoch_) return;
-  throw std::invalid_argument(
-      "cannot resume " + directory_->checkpoint_path() + ": it stopped before batch " +
-      std::to_string(progress_state_.batch_in_epoch + 1) + " of epoch " + std::to_string(progress_state_.epoch + 1) +
-      ", but the " + std::to_string(data_->size()) + " training examples now make only " +
-      std::to_string(steps_per_epoch_) + " batches per epoch: the training data changed since it was saved. "
-      "Resume with the original data, or start a new run on these with --overwrite (or another --output).");
-}
-
-// --chunk-size auto: the largest chunks whose forward and backward fit --chunk-memory,
-// measured on the first batch, for each side. Chosen once: a resumed run keeps them.
-void Run::choose_chunk_sizes() {
-  if (!config_.batching.chunk_size_auto || resumed_) return;
-  const auto examples = data_->batch_examples(epoch_order(data_->size(), config_.training.seed, 0), 0);
-  GradCacheOptions options;
-  options.split_input_fn(split_and_trim).precision(model_->precision());
-  // Probe with the longest texts first: chunks are the first rows, and the longest cost most.
-  auto longest_first = [](TokenBatch batch) {
-    const auto order = batch.at("attention_mask").sum(1).argsort(/*dim=*/0, /*descending=*/true);
-    for (auto& [name, t] : batch) t = t.index_select(0, order);
-    return batch;
-  };
-  auto& model = model_->model();
-  const auto q = find_chunk_size(model.query_model(), longest_first(data_->queries_of(examples, device_)),
-                                 config_.batching.chunk_memory, options);
-  const auto p = find_chunk_size(model.passage_model(), longest_first(data_->passages_of(examples, 0, device_)),
-                                 config_.batching.chunk_memory, options);
-  config_.batching.chunk_size = q.chunk_size;
-  config_.batching.passage_chunk_size = p.chunk_size;
-  log("chunk size auto (budget " + std::to_string(config_.batching.chunk_memory >> 20) +
-      " MiB): " + std::to_string(q.chunk_size) + " queries (measured peak " + std::to_string(q.measured_peak >> 20) +
-      " MiB), " + std::to_string(p.chunk_size) + " passages (" + std::to_string(p.measured_peak >> 20) + " MiB)");
-}
-
-// The step layer does the work of each mode; the trainer only picks its options.
-void Run::build_step() {
-  const auto& b = config_.batching;
-  // sub-batches pair queries with their passages: cut by rows, never by tokens
-  const bool by_tokens = b.chunk_tokens > 0 && b.mode != TrainMode::Accumulate;
-  auto options = StepOptions()
-                     .mode(b.mode)
-                     .chunk_size(b.chunk_size)
-                     .passage_chunk_size(b.passage_chunk_size)
-                     .sub_batch_size(b.sub_batch_size)
-                     .split_input_fn(by_tokens ? split_by_tokens(b.chunk_tokens) : split_and_trim)
-                     .retain_chunks(b.retain_chunks)
-                     .retain_memory(b.retain_memory)
-                     .sort_passages(b.sort_by_length)
-                     .precision(model_->precision())
-                     .scaler(model_->scaler())
-                     .group(group_)
-                     .sharded_loss(model_->sharded_loss())
-                     .similarity(model_->similarity())
-                     .similarity_options(model_->similarity_options());
-  auto& model = model_->model();
-  step_ = make_training_step(model.query_model(), model.passage_model(), model_->loss(), options);
-}
-
-int64_t Run::count_steps() const {
-  const auto n = static_cast<int64_t>(data_->size());
-  if (steps_per_epoch_ == 0) {
-    throw std::invalid_argument("--batch-size " + std::to_string(config_.batching.batch_size) + " is larger than the " +
-                                std::to_string(n) + " training examples; lower it or pass --keep-last");
-  }
-  return config_.training.steps > 0 ? config_.training.steps : config_.training.epochs * steps_per_epoch_;
-}
-
-double Run::train_step(const TokenBatch& queries, const TokenBatch& passages, int64_t step, StepRecord& times) {
+double TrainingRun::train_step(const TokenBatch& queries, const TokenBatch& passages, int64_t step, StepRecord& times) {
   const int64_t total = result_.total_steps;
   const auto& t = config_.training;
   model_->prepare_step(t.lr * lr_factor(step, total, static_cast<int64_t>(t.warmup * total)));
@@ -257,7 +59,7 @@ double Run::train_step(const TokenBatch& queries, const TokenBatch& passages, in
   return loss;
 }
 
-void Run::record_step(StepRecord record, double loss, size_t pairs, double step_seconds, int64_t first_step,
+void TrainingRun::record_step(StepRecord record, double loss, size_t pairs, double step_seconds, int64_t first_step,
                       Clock::time_point loop_start) {
   result_.final_loss = loss;
   record.step = progress_state_.step;
@@ -275,7 +77,7 @@ void Run::record_step(StepRecord record, double loss, size_t pairs, double step_
   }
 }
 
-void Run::train_loop() {
+void TrainingRun::train_loop() {
   std::vector<int64_t> order;
   int64_t order_epoch = -1;
   const int64_t first_step = progress_state_.step;
@@ -315,7 +117,7 @@ void Run::train_loop() {
 
 // The first files of the run. A new run claims the directory only now, with everything checked
 // (run/run_directory.h: an earlier run there is untouched until here).
-void Run::write_run_files() {
+void TrainingRun::write_run_files() {
   const std::string config = nlohmann::json(config_).dump(2) + "\n";
   if (resumed_) {
     directory_->write("config.json", config);
@@ -327,7 +129,7 @@ void Run::write_run_files() {
                      {"config.json", config}});
 }
 
-void Run::save(const std::string& name) {
+void TrainingRun::save(const std::string& name) {
   CheckpointInfo info;
   info.config = config_;
   info.tokenizer = data_->tokenizer().serialized();
@@ -353,7 +155,7 @@ void Run::save(const std::string& name) {
 
 // Rank 0 evaluates on the dev data while the others wait for its decisions in any_rank
 // (within --dist-timeout); then all save best.pt together (save gathers every rank's generators).
-void Run::select_on_dev() {
+void TrainingRun::select_on_dev() {
   const int64_t step = progress_state_.step;
   bool improved = false, stop = false;
   if (writer()) {
@@ -382,20 +184,20 @@ void Run::select_on_dev() {
 
 // A signal may reach the ranks between different steps: they stop together, at the first
 // step boundary where any of them saw it.
-bool Run::stop_requested() const {
+bool TrainingRun::stop_requested() const {
   int stop = options_.stop ? options_.stop->load() : 0;
   if (options_.stop_after_steps > 0 && progress_state_.step >= options_.stop_after_steps) stop = stop ? stop : -1;
   return group_ ? distributed::any_rank(*group_)(stop != 0) : stop != 0;
 }
 
-nlohmann::json Run::selection_summary() const {
+nlohmann::json TrainingRun::selection_summary() const {
   auto j = to_json(selection_);
   j["checkpoint"] = selection_.best_step > 0 ? nlohmann::json(directory_->path("best.pt")) : nlohmann::json(nullptr);
   j["patience"] = config_.selection.patience;
   return j;
 }
 
-void Run::write_summary() {
+void TrainingRun::write_summary() {
   const auto& c = config_;
   // clang-format off: two keys a line
   nlohmann::json summary{{"steps", progress_state_.step},              {"total_steps", result_.total_steps},
@@ -418,7 +220,7 @@ void Run::write_summary() {
   directory_->write("summary.json", summary.dump(2) + "\n");
 }
 
-TrainResult Run::execute() {
+TrainResult TrainingRun::execute() {
   validate(config_);
   const auto start = Clock::now();
   set_up_machine();
@@ -434,6 +236,7 @@ TrainResult Run::execute() {
       TrainingModel::Resume{resumed_ ? &*resumed_ : nullptr, directory_->checkpoint_path()},
       pretrained_ ? &*pretrained_ : nullptr);
   pretrained_.reset();
+  if (!config_.encoder.trainable().everything()) log(describe(model_->trainable(), config_.encoder.trainable()));
   for (const auto& script : model_->model().scripts())
     check_script_vocabulary(*script, data_->tokenizer().vocab_size(), config_.encoder.torchscript,
                             config_.tokenizer.file.empty() ? "trained by this run" : config_.tokenizer.file);
@@ -491,9 +294,10 @@ TrainResult Run::execute() {
   return result_;
 }
 
-}  // namespace
 
-TrainResult train(TrainConfig config, const TrainOptions& options) { return Run(std::move(config), options).execute(); }
+TrainResult train(TrainConfig config, const TrainOptions& options) {
+  return TrainingRun(std::move(config), options).execute();
+}
 
 }  // namespace retriever
 }  // namespace gradcache

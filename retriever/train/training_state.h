@@ -46,6 +46,9 @@ class TrainingModel {
                 int rank, const Resume& resume, const LoadedPretrained* pretrained = nullptr);
 
   BiEncoder& model() { return *model_; }
+  /// What trains of the encoders (--train-params, --freeze-embeddings); the optimizer holds
+  /// state for those parameters only.
+  const TrainableCounts& trainable() const { return trainable_; }
   const Loss& loss() const { return loss_; }
   /// In a group of more than one: the same loss sharded across the ranks
   /// (distributed::ShardedContrastiveLoss), for the cache and full steps; else undefined.
@@ -69,6 +72,7 @@ class TrainingModel {
   void set_up_similarity(const TrainConfig& config, const distributed::ProcessGroup* group);
 
   std::optional<BiEncoder> model_;
+  TrainableCounts trainable_;
   std::unique_ptr<torch::optim::AdamW> optimizer_;
   Precision precision_ = Precision::fp32;
   std::shared_ptr<GradScaler> scaler_;  // fp16 only: bf16 has fp32's exponent range

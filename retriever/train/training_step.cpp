@@ -225,10 +225,8 @@ ModelInput rows_in_order(const ModelInput& batch, const at::Tensor& order) {
 class CacheStep : public TrainingStep {
  public:
   CacheStep(Model query_model, Model passage_model, Loss loss, StepOptions options) : TrainingStep(std::move(options)) {
-    auto cache_options = GradCacheOptions()
+    auto cache_options = GradCacheOptions(options_.cache())
                              .split_input_fn(options_.split_input_fn())
-                             .retain_chunks(options_.retain_chunks())
-                             .retain_memory(options_.retain_memory())
                              .precision(options_.precision())
                              .scaler(options_.scaler());
     std::vector<Model> models{std::move(query_model), std::move(passage_model)};
@@ -290,8 +288,6 @@ void check_options(const StepOptions& o) {
   require(o.passage_chunk_size() >= 0, "passage_chunk_size must be >= 0 (0: chunk_size), got " +
                                            std::to_string(o.passage_chunk_size()));
   require(o.sub_batch_size() > 0, "sub_batch_size must be positive, got " + std::to_string(o.sub_batch_size()));
-  require(o.retain_chunks() >= -1, "retain_chunks must be >= 0 (or -1), got " + std::to_string(o.retain_chunks()));
-  require(o.retain_memory() >= 0, "retain_memory must be >= 0, got " + std::to_string(o.retain_memory()));
   if (!o.similarity().defined()) return;
   // (One process only: the trainer checks it, config/similarity_settings.h.)
   require(!o.scaler(), "a learned similarity takes no fp16 loss scaler (Phi's gradients are not scaled)");

@@ -44,10 +44,10 @@ struct StepOptions {
   /// How an input is cut into chunks (cache) or sub-batches (accumulate); default
   /// gradcache::split_input.
   TORCH_ARG(SplitInputFn, split_input_fn) = nullptr;
-  /// cache: chunks per model that keep their graph from step 1 (0: none, the paper's
-  /// algorithm), and the bytes of activations they may hold together (0: no budget).
-  TORCH_ARG(int64_t, retain_chunks) = BatchingSettings{}.retain_chunks;
-  TORCH_ARG(int64_t, retain_memory) = BatchingSettings{}.retain_memory;
+  /// cache: the knobs of the cache alone, passed to GradCache as they are (retain_chunks,
+  /// retain_memory, and any the core grows), checked there once. split_input_fn, precision and
+  /// scaler below concern every mode and replace the ones here.
+  TORCH_ARG(GradCacheOptions, cache);
   /// cache: chunk the passages in order of their own length (the attention mask's row sums),
   /// and give the loss their representations back in batch order. The batch comes sorted by
   /// query length (TrainingData::batch_examples), which groups the queries into chunks of

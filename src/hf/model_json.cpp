@@ -1,5 +1,6 @@
 #include "hf/model_json.h"
 
+#include <atomic>
 #include <cmath>
 #include <fstream>
 #include <limits>
@@ -11,7 +12,14 @@ namespace gradcache {
 namespace hf {
 namespace detail {
 
+namespace {
+std::atomic<int64_t> parses{0};
+}  // namespace
+
+int64_t parse_json_calls() { return parses.load(); }
+
 Json parse_json(std::string_view text, const std::string& file, int max_depth) {
+  ++parses;
   // Keys seen in each open object, to refuse duplicates (the format of safetensors forbids them,
   // and a later duplicate silently replacing an earlier value hides a broken file).
   std::vector<std::set<std::string>> keys;

@@ -19,6 +19,9 @@ using Json = nlohmann::json;
 /// Parses `text`, refusing nesting deeper than `max_depth` (model files are shallow; the limit
 /// keeps a hostile file from building a deep tree) and, within objects, duplicate keys.
 Json parse_json(std::string_view text, const std::string& file, int max_depth = 32);
+/// How many times parse_json has run in this process: what shows that loading a model parses
+/// its config.json once (tests/hf/test_architectures.cpp).
+int64_t parse_json_calls();
 
 /// `text` as a JSON string literal: quoted, escaped, valid UTF-8 whatever `text` holds.
 std::string quoted(const std::string& text);

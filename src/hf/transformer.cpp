@@ -100,8 +100,7 @@ std::vector<std::string> supported_model_types() {
 namespace {
 
 // The architecture config.json names; ModelFileError listing the supported ones otherwise.
-Architecture find_architecture(const std::string& config_text, const std::string& config_file) {
-  const detail::Json config = detail::parse_json(config_text, config_file);
+Architecture find_architecture(const detail::Json& config, const std::string& config_file) {
   detail::require_object(config, config_file);
   const std::string type = detail::string_field(config, "model_type", "", config_file);
   {
@@ -114,16 +113,28 @@ Architecture find_architecture(const std::string& config_text, const std::string
                                         " (supported: " + listed(supported_model_types()) + ")");
 }
 
+// config.json read once for the built-ins (Architecture::read); a registered architecture's
+// counter (when it has one) and builder each read the text.
+detail::ReadConfig read_config(const std::string& config_text, const std::string& config_file) {
+  const detail::Json config = detail::parse_json(config_text, config_file);
+  const Architecture architecture = find_architecture(config, config_file);
+  if (architecture.read) return architecture.read(config, config_text, config_file);
+  detail::ReadConfig read;
+  read.parameters = architecture.count ? architecture.count(config_text, config_file) : -1;
+  read.build = [architecture, config_text, config_file] { return architecture.build(config_text, config_file); };
+  return read;
+}
+
 }  // namespace
 
 std::shared_ptr<TransformerBackbone> build_transformer(const std::string& config_text, const std::string& config_file) {
-  return find_architecture(config_text, config_file).build(config_text, config_file);
+  return read_config(config_text, config_file).build();
 }
 
 int64_t count_parameters(const std::string& config_text, const std::string& config_file) {
-  const Architecture architecture = find_architecture(config_text, config_file);
-  if (!architecture.count) throw ModelFileError(config_file, "its architecture was registered without a parameter counter");
-  return architecture.count(config_text, config_file);
+  const int64_t parameters = read_config(config_text, config_file).parameters;
+  if (parameters < 0) throw ModelFileError(config_file, "its architecture was registered without a parameter counter");
+  return parameters;
 }
 
 void load_weights(TransformerBackbone& model, const NamedTensors& checkpoint, const std::string& file) {
@@ -165,18 +176,18 @@ std::shared_ptr<TransformerBackbone> load_transformer(const std::string& dir) {
   if (!fs::is_directory(dir)) throw ModelFileError(dir, "not a directory");
   const std::string config_file = (fs::path(dir) / "config.json").string();
   const std::string config_text = detail::read_text_file(config_file);
-  const Architecture architecture = find_architecture(config_text, config_file);
+  const detail::ReadConfig config = read_config(config_text, config_file);  // the one parse
   std::string weights_file;
   const NamedTensors weights = read_weights(dir, &weights_file);
-  if (architecture.count) {
+  if (config.parameters >= 0) {
     int64_t held = 0;
     for (const auto& entry : weights) held += entry.second.is_floating_point() ? entry.second.numel() : 0;
-    const int64_t needed = architecture.count(config_text, config_file);
-    if (needed > held)
-      throw ModelFileError(config_file, "describes a model of " + std::to_string(needed) + " weights but " + weights_file +
-                                            " holds " + std::to_string(held) + ": the config and the weights disagree");
+    if (config.parameters > held)
+      throw ModelFileError(config_file, "describes a model of " + std::to_string(config.parameters) + " weights but " +
+                                            weights_file + " holds " + std::to_string(held) +
+                                            ": the config and the weights disagree");
   }
-  std::shared_ptr<TransformerBackbone> model = architecture.build(config_text, config_file);
+  std::shared_ptr<TransformerBackbone> model = config.build();
   load_weights(*model, weights, weights_file);
   model->eval();
   return model;

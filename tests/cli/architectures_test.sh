@@ -113,6 +113,12 @@ for side, key in (("query", "query_embeddings"), ("passage", "document_embedding
 assert worst(f"{work}/sgpt_plain", "document_embeddings") > 1e-2, "without --specb the brackets are still there"
 print("sgpt: --specb encodes as SGPT's tokenization in sentence-transformers")
 PY
+# The seeds' whole recipe: --specb with --train-params bias (their --freezenonbias, BitFit) on BLOOM
+# (SGPT's fixture); the log says what trains (test_trainable.cpp checks that the rest stays put).
+"$bin" train "${sgpt[@]}" --train-params bias --train-file "$work/train.tsv" --batch-size 16 --chunk-size 4 --steps 2 \
+  --eval false --output "$work/run_bitfit" >"$work/bitfit.out" 2>"$work/bitfit.err"
+expect_status 0 $? "train --specb --train-params bias"
+grep -q "parameters train (--train-params bias)" "$work/bitfit.err" || fail "bias-only: $(tail -3 "$work/bitfit.err")"
 "$bin" export --run "$work/run_specb" --output "$work/st_specb" 2>"$work/sgpt_export.err"
 expect_status 1 $? "export of a --specb run"
 grep -q "trained with --specb" "$work/sgpt_export.err" || fail "export did not say why: $(cat "$work/sgpt_export.err")"

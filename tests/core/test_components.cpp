@@ -54,6 +54,13 @@ TEST(ContrastiveLoss, SymmetricAveragesBothDirections) {
   auto p2q = reference_infonce(s.index_select(1, t).t(), torch::arange(n));  // positives as anchors
   auto loss = gc::SymmetricContrastiveLoss()(q, p);
   EXPECT_NEAR(loss.item<double>(), ((q2p + p2q) / 2).item<double>(), 1e-12);
+  // Symmetry is one option, as for the streaming loss: the class is a name for it.
+  const auto as_option = gc::SimpleContrastiveLoss(gc::ContrastiveLossOptions().symmetric(true));
+  EXPECT_EQ(as_option(q, p).item<double>(), loss.item<double>());
+  EXPECT_NEAR(gc::contrastive_loss(q, p, gc::ContrastiveLossOptions().symmetric(true)).item<double>(),
+              loss.item<double>(), 0);
+  EXPECT_NE(error_of([&] { gc::SymmetricContrastiveLoss()(std::vector<torch::Tensor>{q}, gc::LossArgs{}); }).find("SymmetricContrastiveLoss"),
+            std::string::npos);
 }
 
 TEST(ContrastiveLoss, GradientMatchesFiniteDifferences) {

@@ -15,6 +15,7 @@
 
 #include <gradcache/gradcache.h>
 
+#include "hf/model_json.h"
 #include "hf/models/bloom.h"
 #include "hf/models/llama.h"
 #include "hf/models/modernbert.h"
@@ -96,7 +97,11 @@ class Architecture : public ::testing::TestWithParam<std::string> {
 }  // namespace
 
 TEST_P(Architecture, MatchesTransformers) {
+  const int64_t parses = hf::detail::parse_json_calls();
   auto model = hf::load_transformer(dir() + "/model");
+  // One load, one parse of config.json (it was three: the model type, the weight count and the
+  // build each parsed it), and one of the safetensors header.
+  EXPECT_EQ(hf::detail::parse_json_calls() - parses, 2);
   const auto config = nlohmann::json::parse(std::ifstream(dir() + "/model/config.json"));
   EXPECT_EQ(model->model_type(), config.at("model_type").get<std::string>());
   const auto [error, size] = real_token_error(encode(*model), expected("last_hidden_state"), expected("attention_mask"));

@@ -8,6 +8,7 @@
 #include "retriever/run/build_model.h"
 #include "retriever/train/training_step.h"
 #include "tests/core/test_util.h"
+#include "tests/retriever/pretrained_test_util.h"
 
 #include <gradcache/gradcache.h>
 
@@ -23,45 +24,9 @@ namespace fs = std::filesystem;
 
 namespace {
 
-const std::string kTinyBert = std::string(GRADCACHE_HF_FIXTURES) + "/tiny_bert";
+using pretrained_test::Fixture;
+using pretrained_test::kTinyBert;
 
-// Six queries and their passages, of unequal lengths (padding and trimming matter), tokenized
-// as the program does: the model's tokenizer, [CLS] pieces [SEP], padded with id 0.
-struct Batch {
-  gr::TokenBatch queries, passages;
-};
-
-Batch tokenized(const gr::Tokenizer& tokenizer) {
-  const std::vector<std::string> queries = {"which red cat", "a small dog that lives in the house by the river",
-                                            "owl", "the grey eel swims", "bees make honey in summer", "elk"};
-  const std::vector<std::string> passages = {"cat", "dog house river", "the owl hoots at night", "eel",
-                                             "honey bee", "a large deer of northern forests"};
-  std::vector<std::vector<int64_t>> q, p;
-  std::vector<int64_t> rows;
-  for (size_t i = 0; i < queries.size(); ++i) {
-    q.push_back(tokenizer.encode_query(queries[i]));
-    p.push_back(tokenizer.encode_passage(passages[i]));
-    rows.push_back(static_cast<int64_t>(i));
-  }
-  return {gr::pad_batch(q, rows), gr::pad_batch(p, rows)};
-}
-
-struct Fixture {
-  gr::LoadedPretrained loaded = gr::load_pretrained(kTinyBert);
-  gr::BiEncoder model = gr::pretrained_model(loaded, /*untie=*/false);
-  Batch batch = tokenized(gr::pretrained_tokenizer(loaded.description));
-  gradcache::Loss loss = gradcache::SimpleContrastiveLoss(gradcache::ContrastiveLossOptions().temperature(0.05));
-
-  std::vector<torch::Tensor> gradients(const gr::StepOptions& options, double* loss_out = nullptr) {
-    const auto params = model.parameters();
-    gctest::zero_grads(params);
-    auto step = gr::make_training_step(model.query_model(), model.passage_model(), loss, options);
-    torch::manual_seed(11);
-    const double value = step->run(batch.queries, batch.passages);
-    if (loss_out) *loss_out = value;
-    return gctest::grads_of(params);
-  }
-};
 
 }  // namespace
 

@@ -155,6 +155,24 @@ TEST(TrainConfig, ErrorsNameTheFlagOrKey) {
   EXPECT_NE(settings_error([&] { gr::validate(c); }).find("--sub-batch-size must be positive, got 0"), std::string::npos);
 }
 
+TEST(TrainConfig, AccumulateComputesChunkSizeQueriesAtOnceUnlessSubBatchSizeIsGiven) {
+  // One knob for the memory of a forward in every mode: --chunk-size 16 with accumulate gives
+  // sub-batches of 16, not the default 128 (four times the cache's memory at 32, as it was).
+  const nlohmann::json none = nlohmann::json::object();
+  const auto chunked = gr::build_train_config(none, {{"mode", "accumulate"}, {"chunk_size", "16"}});
+  EXPECT_EQ(chunked.batching.sub_batch_size, 16);
+  EXPECT_EQ(gr::describe_passes(chunked.batching), "sub-batches of 16");
+  EXPECT_EQ(gr::build_train_config(none, {{"mode", "accumulate"}, {"chunk_size", "16"}, {"sub_batch_size", "4"}})
+                .batching.sub_batch_size,
+            4);
+  EXPECT_EQ(gr::build_train_config({{"sub_batch_size", 8}}, {{"mode", "accumulate"}, {"chunk_size", "16"}})
+                .batching.sub_batch_size,
+            8);
+  EXPECT_EQ(gr::build_train_config(none, {{"mode", "accumulate"}, {"quick", "true"}}).batching.sub_batch_size, 32);
+  EXPECT_EQ(gr::build_train_config(none, {{"chunk_size", "16"}}).batching.sub_batch_size,
+            gr::TrainConfig{}.batching.sub_batch_size);  // cache: not used, left at its default
+}
+
 TEST(TrainConfig, FormerKeysOfSavedConfigsStillLoad) {
   // A config.json of the version before: max_steps, memory_budget, and accumulate's
   // sub-batches were chunk_size queries.

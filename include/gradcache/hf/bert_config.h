@@ -4,6 +4,7 @@
 
 #include <gradcache/hf/model_file_error.h>
 
+#include <nlohmann/json_fwd.hpp>
 #include <torch/arg.h>
 
 #include <cstdint>
@@ -51,6 +52,9 @@ struct BertConfig {
   /// num_attention_heads, an unsupported hidden_act or position_embedding_type, or a decoder /
   /// cross-attention model.
   static BertConfig parse(const std::string& text, const std::string& file);
+  /// The same from config.json already parsed (`config`), its text kept for writing back: what
+  /// load_transformer calls, so that a load parses config.json once.
+  static BertConfig from_parsed(const nlohmann::json& config, const std::string& text, const std::string& file);
 
   /// Throws ModelFileError naming `file` if a field is out of range (parse() calls it).
   void validate(const std::string& file) const;

@@ -25,6 +25,14 @@ constexpr int64_t kMaxLayers = 1'000;
 constexpr int64_t kMaxLearnedPositions = 1'048'576;
 constexpr int64_t kMaxRotaryPositions = 16'777'216;
 
+/// What every models/*_config.cpp reads with, in one line: `using namespace detail::config_reading;`.
+namespace config_reading {
+using ::gradcache::hf::detail::kMaxLayers;
+using ::gradcache::hf::detail::kMaxVocabulary;
+using ::gradcache::hf::detail::kMaxWidth;
+using Json = nlohmann::json;
+}  // namespace config_reading
+
 /// What a config's field list is walked with.
 class FieldVisitor {
  public:

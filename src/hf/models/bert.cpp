@@ -5,6 +5,9 @@
 // heads after attention.
 #include <gradcache/hf/bert.h>
 
+#include "hf/model_json.h"
+#include "hf/models/architectures.h"
+
 #include "hf/layers/attention.h"
 #include "hf/layers/embeddings.h"
 #include "hf/layers/feed_forward.h"
@@ -124,12 +127,17 @@ TransformerOutput BertModelImpl::encode(const at::Tensor& input_ids, const at::T
   return out;
 }
 
+detail::ReadConfig detail::read_bert(const nlohmann::json& config, const std::string& text, const std::string& file) {
+  const auto c = BertConfig::from_parsed(config, text, file);
+  return {c.parameter_count(/*with_pooler=*/false), [c] { return BertModel(c).ptr(); }};
+}
+
 std::shared_ptr<TransformerBackbone> build_bert(const std::string& config_text, const std::string& config_file) {
-  return BertModel(BertConfig::parse(config_text, config_file)).ptr();
+  return detail::read_bert(detail::parse_json(config_text, config_file), config_text, config_file).build();
 }
 
 int64_t count_bert_parameters(const std::string& config_text, const std::string& config_file) {
-  return BertConfig::parse(config_text, config_file).parameter_count(/*with_pooler=*/false);
+  return detail::read_bert(detail::parse_json(config_text, config_file), config_text, config_file).parameters;
 }
 
 }  // namespace hf

@@ -9,11 +9,7 @@ namespace gradcache {
 namespace hf {
 namespace {
 
-using detail::Json;
-
-using detail::kMaxLayers;
-using detail::kMaxVocabulary;
-using detail::kMaxWidth;
+using namespace detail::config_reading;
 constexpr int64_t kMaxPositions = detail::kMaxLearnedPositions;
 constexpr int64_t kMaxTokenTypes = 1'000;
 
@@ -43,7 +39,10 @@ void BertConfig::visit(detail::FieldVisitor& fields) {
 }
 
 BertConfig BertConfig::parse(const std::string& text, const std::string& file) {
-  const Json config = detail::parse_json(text, file);
+  return from_parsed(detail::parse_json(text, file), text, file);
+}
+
+BertConfig BertConfig::from_parsed(const Json& config, const std::string& text, const std::string& file) {
   BertConfig out;
   out.model_type(detail::require_model_type(config, {kModelTypes[0], kModelTypes[1], kModelTypes[2]}, file));
   refuse_if_true(config, "is_decoder", "a decoder", file);

@@ -168,12 +168,9 @@ class BloomModelImpl : public TransformerBackbone {
 
 }  // namespace
 
-std::shared_ptr<TransformerBackbone> build_bloom(const std::string& config_text, const std::string& config_file) {
-  return std::make_shared<BloomModelImpl>(BloomConfig::parse(config_text, config_file));
-}
-
-int64_t count_bloom_parameters(const std::string& config_text, const std::string& config_file) {
-  return BloomConfig::parse(config_text, config_file).parameter_count();
+detail::ReadConfig read_bloom(const nlohmann::json& config, const std::string& text, const std::string& file) {
+  const auto c = BloomConfig::from_parsed(config, text, file);
+  return {c.parameter_count(), [c] { return std::make_shared<BloomModelImpl>(c); }};
 }
 
 }  // namespace hf

@@ -5,6 +5,9 @@
 
 #include <gradcache/hf/transformer.h>
 
+#include "hf/models/architectures.h"
+
+#include <nlohmann/json_fwd.hpp>
 #include <torch/arg.h>
 
 #include <cstdint>
@@ -49,6 +52,9 @@ struct BloomConfig {
   /// num_hidden_layers and num_attention_heads as the aliases transformers accepts);
   /// ModelFileError naming `file` and the field.
   static BloomConfig parse(const std::string& text, const std::string& file);
+  /// The same from config.json already parsed (`config`), its text kept for writing back: what
+  /// load_transformer calls, so that a load parses config.json once.
+  static BloomConfig from_parsed(const nlohmann::json& config, const std::string& text, const std::string& file);
   void validate(const std::string& file) const;
   std::string to_json() const;
   void visit(detail::FieldVisitor& fields);
@@ -57,9 +63,8 @@ struct BloomConfig {
   int64_t parameter_count() const;
 };
 
-/// The registry's "bloom" entry.
-std::shared_ptr<TransformerBackbone> build_bloom(const std::string& config_text, const std::string& config_file);
-int64_t count_bloom_parameters(const std::string& config_text, const std::string& config_file);
+/// The registry's "bloom" entry: config.json (parsed) read once, the weights it needs and a builder.
+detail::ReadConfig read_bloom(const nlohmann::json& config, const std::string& text, const std::string& file);
 
 }  // namespace hf
 }  // namespace gradcache

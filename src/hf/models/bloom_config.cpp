@@ -9,11 +9,7 @@ namespace gradcache {
 namespace hf {
 namespace {
 
-using detail::Json;
-
-using detail::kMaxLayers;
-using detail::kMaxVocabulary;
-using detail::kMaxWidth;
+using namespace detail::config_reading;
 
 // The field's name in this struct (BloomConfig's attribute) and the other name a file may use.
 struct Alias {
@@ -58,7 +54,11 @@ void BloomConfig::visit(detail::FieldVisitor& fields) {
 }
 
 BloomConfig BloomConfig::parse(const std::string& text, const std::string& file) {
-  const Json config = resolve_aliases(detail::parse_json(text, file), file);
+  return from_parsed(detail::parse_json(text, file), text, file);
+}
+
+BloomConfig BloomConfig::from_parsed(const Json& json, const std::string& text, const std::string& file) {
+  const Json config = resolve_aliases(json, file);
   detail::require_model_type(config, {"bloom"}, file);
   BloomConfig out;
   detail::FieldReader reader(config, file);

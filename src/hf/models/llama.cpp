@@ -142,12 +142,9 @@ class LlamaModelImpl : public TransformerBackbone {
 
 }  // namespace
 
-std::shared_ptr<TransformerBackbone> build_llama(const std::string& config_text, const std::string& config_file) {
-  return std::make_shared<LlamaModelImpl>(LlamaConfig::parse(config_text, config_file));
-}
-
-int64_t count_llama_parameters(const std::string& config_text, const std::string& config_file) {
-  return LlamaConfig::parse(config_text, config_file).parameter_count();
+detail::ReadConfig read_llama(const nlohmann::json& config, const std::string& text, const std::string& file) {
+  const auto c = LlamaConfig::from_parsed(config, text, file);
+  return {c.parameter_count(), [c] { return std::make_shared<LlamaModelImpl>(c); }};
 }
 
 }  // namespace hf

@@ -7,8 +7,11 @@
 
 #include <gradcache/hf/transformer.h>
 
+#include "hf/models/architectures.h"
+
 #include "hf/layers/rotary.h"
 
+#include <nlohmann/json_fwd.hpp>
 #include <torch/arg.h>
 
 #include <cstdint>
@@ -61,6 +64,9 @@ struct LlamaConfig {
   /// default, linear and llama3 (dynamic, yarn, longrope) and Qwen's sliding-window layers,
   /// which are not supported.
   static LlamaConfig parse(const std::string& text, const std::string& file);
+  /// The same from config.json already parsed (`config`), its text kept for writing back: what
+  /// load_transformer calls, so that a load parses config.json once.
+  static LlamaConfig from_parsed(const nlohmann::json& config, const std::string& text, const std::string& file);
   void validate(const std::string& file) const;
   std::string to_json() const;
   void visit(detail::FieldVisitor& fields);
@@ -71,8 +77,7 @@ struct LlamaConfig {
 };
 
 /// The registry's entries for llama, mistral, qwen2 and qwen3.
-std::shared_ptr<TransformerBackbone> build_llama(const std::string& config_text, const std::string& config_file);
-int64_t count_llama_parameters(const std::string& config_text, const std::string& config_file);
+detail::ReadConfig read_llama(const nlohmann::json& config, const std::string& text, const std::string& file);
 
 }  // namespace hf
 }  // namespace gradcache

@@ -11,11 +11,7 @@ namespace gradcache {
 namespace hf {
 namespace {
 
-using detail::Json;
-
-using detail::kMaxLayers;
-using detail::kMaxVocabulary;
-using detail::kMaxWidth;
+using namespace detail::config_reading;
 constexpr int64_t kMaxPositions = detail::kMaxRotaryPositions;
 
 // transformers' defaults where the types differ.
@@ -109,7 +105,10 @@ void LlamaConfig::visit(detail::FieldVisitor& fields) {
 }
 
 LlamaConfig LlamaConfig::parse(const std::string& text, const std::string& file) {
-  const Json config = detail::parse_json(text, file);
+  return from_parsed(detail::parse_json(text, file), text, file);
+}
+
+LlamaConfig LlamaConfig::from_parsed(const Json& config, const std::string& text, const std::string& file) {
   LlamaConfig out = defaults_of(detail::require_model_type(config, {kModelTypes[0], kModelTypes[1], kModelTypes[2], kModelTypes[3]}, file));
   if (out.model_type() == "qwen2" || out.model_type() == "qwen3") refuse_qwen_windows(config, file);
   detail::FieldReader reader(config, file);

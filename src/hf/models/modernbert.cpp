@@ -212,12 +212,9 @@ class ModernBertModelImpl : public TransformerBackbone {
 
 }  // namespace
 
-std::shared_ptr<TransformerBackbone> build_modernbert(const std::string& config_text, const std::string& config_file) {
-  return std::make_shared<ModernBertModelImpl>(ModernBertConfig::parse(config_text, config_file));
-}
-
-int64_t count_modernbert_parameters(const std::string& config_text, const std::string& config_file) {
-  return ModernBertConfig::parse(config_text, config_file).parameter_count();
+detail::ReadConfig read_modernbert(const nlohmann::json& config, const std::string& text, const std::string& file) {
+  const auto c = ModernBertConfig::from_parsed(config, text, file);
+  return {c.parameter_count(), [c] { return std::make_shared<ModernBertModelImpl>(c); }};
 }
 
 }  // namespace hf

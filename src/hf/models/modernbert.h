@@ -6,6 +6,9 @@
 
 #include <gradcache/hf/transformer.h>
 
+#include "hf/models/architectures.h"
+
+#include <nlohmann/json_fwd.hpp>
 #include <torch/arg.h>
 
 #include <cstdint>
@@ -58,6 +61,9 @@ struct ModernBertConfig {
   /// missing fields); ModelFileError naming `file` and the field, including rope scaling other
   /// than the default rope_type.
   static ModernBertConfig parse(const std::string& text, const std::string& file);
+  /// The same from config.json already parsed (`config`), its text kept for writing back: what
+  /// load_transformer calls, so that a load parses config.json once.
+  static ModernBertConfig from_parsed(const nlohmann::json& config, const std::string& text, const std::string& file);
   void validate(const std::string& file) const;
   std::string to_json() const;
   void visit(detail::FieldVisitor& fields);
@@ -71,8 +77,7 @@ struct ModernBertConfig {
 };
 
 /// The registry's entry for modernbert.
-std::shared_ptr<TransformerBackbone> build_modernbert(const std::string& config_text, const std::string& config_file);
-int64_t count_modernbert_parameters(const std::string& config_text, const std::string& config_file);
+detail::ReadConfig read_modernbert(const nlohmann::json& config, const std::string& text, const std::string& file);
 
 }  // namespace hf
 }  // namespace gradcache

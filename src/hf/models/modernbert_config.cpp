@@ -12,11 +12,7 @@ namespace gradcache {
 namespace hf {
 namespace {
 
-using detail::Json;
-
-using detail::kMaxLayers;
-using detail::kMaxVocabulary;
-using detail::kMaxWidth;
+using namespace detail::config_reading;
 constexpr int64_t kMaxPositions = detail::kMaxRotaryPositions;
 constexpr double kMaxTheta = 1e12;
 
@@ -111,7 +107,10 @@ void ModernBertConfig::visit(detail::FieldVisitor& fields) {
 }
 
 ModernBertConfig ModernBertConfig::parse(const std::string& text, const std::string& file) {
-  const Json config = detail::parse_json(text, file);
+  return from_parsed(detail::parse_json(text, file), text, file);
+}
+
+ModernBertConfig ModernBertConfig::from_parsed(const Json& config, const std::string& text, const std::string& file) {
   detail::require_model_type(config, {"modernbert"}, file);
   ModernBertConfig out;
   detail::FieldReader reader(config, file);

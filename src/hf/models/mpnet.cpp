@@ -161,12 +161,9 @@ class MPNetModelImpl : public TransformerBackbone {
 
 }  // namespace
 
-std::shared_ptr<TransformerBackbone> build_mpnet(const std::string& config_text, const std::string& config_file) {
-  return std::make_shared<MPNetModelImpl>(MPNetConfig::parse(config_text, config_file));
-}
-
-int64_t count_mpnet_parameters(const std::string& config_text, const std::string& config_file) {
-  return MPNetConfig::parse(config_text, config_file).parameter_count(/*with_pooler=*/false);
+detail::ReadConfig read_mpnet(const nlohmann::json& config, const std::string& text, const std::string& file) {
+  const auto c = MPNetConfig::from_parsed(config, text, file);
+  return {c.parameter_count(/*with_pooler=*/false), [c] { return std::make_shared<MPNetModelImpl>(c); }};
 }
 
 }  // namespace hf

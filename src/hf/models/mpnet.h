@@ -6,6 +6,9 @@
 
 #include <gradcache/hf/transformer.h>
 
+#include "hf/models/architectures.h"
+
+#include <nlohmann/json_fwd.hpp>
 #include <torch/arg.h>
 
 #include <cstdint>
@@ -49,6 +52,9 @@ struct MPNetConfig {
   /// Parses and validates an "mpnet" config.json (MPNetConfig's defaults); ModelFileError naming
   /// `file` and the field.
   static MPNetConfig parse(const std::string& text, const std::string& file);
+  /// The same from config.json already parsed (`config`), its text kept for writing back: what
+  /// load_transformer calls, so that a load parses config.json once.
+  static MPNetConfig from_parsed(const nlohmann::json& config, const std::string& text, const std::string& file);
   void validate(const std::string& file) const;
   std::string to_json() const;
   void visit(detail::FieldVisitor& fields);
@@ -58,9 +64,8 @@ struct MPNetConfig {
   int64_t parameter_count(bool with_pooler) const;
 };
 
-/// The registry's "mpnet" entry.
-std::shared_ptr<TransformerBackbone> build_mpnet(const std::string& config_text, const std::string& config_file);
-int64_t count_mpnet_parameters(const std::string& config_text, const std::string& config_file);
+/// The registry's "mpnet" entry: config.json (parsed) read once, the weights it needs and a builder.
+detail::ReadConfig read_mpnet(const nlohmann::json& config, const std::string& text, const std::string& file);
 
 }  // namespace hf
 }  // namespace gradcache

@@ -9,11 +9,7 @@ namespace gradcache {
 namespace hf {
 namespace {
 
-using detail::Json;
-
-using detail::kMaxLayers;
-using detail::kMaxVocabulary;
-using detail::kMaxWidth;
+using namespace detail::config_reading;
 constexpr int64_t kMaxPositions = detail::kMaxLearnedPositions;
 constexpr int64_t kMaxBuckets = 65'536;
 
@@ -36,7 +32,10 @@ void MPNetConfig::visit(detail::FieldVisitor& fields) {
 }
 
 MPNetConfig MPNetConfig::parse(const std::string& text, const std::string& file) {
-  const Json config = detail::parse_json(text, file);
+  return from_parsed(detail::parse_json(text, file), text, file);
+}
+
+MPNetConfig MPNetConfig::from_parsed(const Json& config, const std::string& text, const std::string& file) {
   detail::require_model_type(config, {"mpnet"}, file);
   MPNetConfig out;
   detail::FieldReader reader(config, file);
