@@ -10,6 +10,7 @@ namespace retriever {
 using ::gradcache::detail::commit_file;
 using ::gradcache::detail::read_file;
 using ::gradcache::detail::write_file_atomic;
+using ::gradcache::detail::write_file_atomic_streamed;
 using ::gradcache::detail::write_all;
 using ::gradcache::detail::write_temporary_file;
 

@@ -82,6 +82,31 @@ std::string write_temporary_file(const std::string& path, const std::string& byt
   return tmp;
 }
 
+void write_file_atomic_streamed(const std::string& path,
+                                const std::function<void(const std::function<void(const void*, size_t)>&)>& produce) {
+  const std::string tmp = path + ".tmp";
+  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) throw io_error("cannot write", tmp);
+  int failure = 0;  // the errno of the first failed write
+  try {
+    produce([&](const void* data, size_t size) {
+      if (failure == 0 && !write_all(fd, static_cast<const char*>(data), size)) failure = errno;
+    });
+  } catch (...) {
+    ::close(fd);
+    std::remove(tmp.c_str());
+    throw;
+  }
+  if (::close(fd) != 0 && failure == 0) failure = errno;
+  if (failure != 0) {
+    errno = failure;
+    const auto error = io_error("cannot write (is the disk full?)", tmp);
+    std::remove(tmp.c_str());
+    throw error;
+  }
+  commit_file(tmp, path);
+}
+
 void write_file_atomic(const std::string& path, const std::string& bytes) {
   commit_file(write_temporary_file(path, bytes), path);
 }

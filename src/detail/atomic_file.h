@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstddef>
+#include <functional>
 #include <string>
 
 namespace gradcache {
@@ -10,6 +11,14 @@ namespace detail {
 /// Writes `bytes` to "<path>.tmp", flushes it to disk, then renames it over `path`: readers
 /// see the old file or the new one, never a mix. Throws std::runtime_error naming the path.
 void write_file_atomic(const std::string& path, const std::string& bytes);
+
+/// write_file_atomic for bytes made in pieces: `produce(write)` calls write(data, size) for each,
+/// which goes to "<path>.tmp" at once, so the whole never sits in memory (a checkpoint of a 0.6B
+/// model and its AdamW state is 7 GB). A failed write is remembered, later ones are skipped, and
+/// the error is thrown (naming the path, the temporary file removed) once `produce` returns: the
+/// producer, LibTorch's archive writer, never sees an exception from `write`.
+void write_file_atomic_streamed(const std::string& path,
+                                const std::function<void(const std::function<void(const void*, size_t)>&)>& produce);
 
 /// Writes `bytes` to "<path>.tmp" and flushes it to disk, returning that path; on failure
 /// removes it and throws std::runtime_error naming it. For files that must all be written

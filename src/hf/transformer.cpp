@@ -82,7 +82,7 @@ at::Tensor last_hidden_state(const c10::IValue& model_output) {
 void register_architecture(const std::string& model_type, ArchitectureBuilder builder, ParameterCounter counter) {
   TORCH_CHECK(!model_type.empty() && builder, "register_architecture: needs a model_type and a builder");
   std::lock_guard<std::mutex> lock(registry().mutex);
-  registry().architectures[model_type] = {std::move(builder), std::move(counter)};
+  registry().architectures[model_type] = {std::move(builder), std::move(counter), /*read=*/nullptr};
 }
 
 bool unregister_architecture(const std::string& model_type) {
