@@ -32,6 +32,9 @@
 #   sorting      docs/figures/length_sorting.json: the program with and without length sorting (2 min)
 #   nproc        docs/figures/main_nproc.log: the main job with --nproc 1 and --nproc auto (bench/main_nproc.sh;
 #                10 min; not in the default list)
+#   trainable    docs/figures/trainable_memory.json: a decoder of Qwen3-Embedding-0.6B's shape trained whole,
+#                bias-only and with its embeddings frozen: seconds and peak RSS of a cache step
+#                (bench/trainable.py; 10 min; not in the default list)
 #   main         docs/figures/main_job.log: the README's main job, `bash scripts/main.sh` (4-6 min)
 #   shape        docs/figures/code_shape.json: function and file lengths, the lines of one cache step
 #
@@ -92,6 +95,8 @@ for part in "${parts[@]}"; do
       bash bench/negatives.sh --out "runs/negatives-$(date +%Y%m%d-%H%M%S)" ;;
     matryoshka)
       bash bench/matryoshka.sh --out "runs/matryoshka-$(date +%Y%m%d-%H%M%S)" ;;
+    trainable)
+      .venv/bin/python bench/trainable.py --out docs/figures ;;
     sorting)
       python3 bench/length_sorting.py --out docs/figures/length_sorting.json ;;
     nproc)
