@@ -32,7 +32,7 @@ uint32_t crc_of(uint32_t crc, const torch::Tensor& t) {
 // The prefix named_state puts before an untied encoder's names.
 std::string unprefixed(const std::string& name, bool tied) {
   if (tied) return name;
-  for (const std::string prefix : {"query.", "passage."}) {
+  for (const std::string& prefix : {std::string("query."), std::string("passage.")}) {
     if (name.compare(0, prefix.size(), prefix) == 0) return name.substr(prefix.size());
   }
   return name;
