@@ -65,8 +65,9 @@ TEST(Collections, BadLines) {
     const auto& [extension, line, reason] = cases[i];
     SCOPED_TRACE(line);
     const std::string good = extension == ".tsv" ? "d1\tfirst" : R"({"id": "d1", "text": "first"})";
-    std::string name = "c" + std::to_string(i);  // appended, not "c" + ... + extension: GCC 12 warns
-    name += extension;                            // of that (-Wstringop-overflow, a false positive)
+    std::string name = "c";  // appended piece by piece: GCC 12 warns of "c" + std::to_string(i)
+    name += std::to_string(i);  // (-Wstringop-overflow, a false positive, in a clean build's PCH)
+    name += extension;
     const auto path = dir.write(name, good + "\n" + line + "\n");
     expect_data_error([&] { read_collection(path); }, path, 2, reason);
     ReadStats stats;

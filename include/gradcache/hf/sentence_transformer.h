@@ -100,6 +100,8 @@ class SentenceTransformerImpl : public torch::nn::Module {
   /// directory appears whole or not at all (built as "<dir>.partial-<pid>", then renamed); an
   /// existing one is replaced only if it is empty or a model directory (has config.json).
   void save(const std::string& dir) const;
+  /// torch::nn::Module's save into an archive, which the directory form would hide otherwise.
+  using torch::nn::Module::save;
 
  private:
   // The sentence embeddings; the transformer's output goes to `out`.
