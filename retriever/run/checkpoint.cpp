@@ -10,6 +10,7 @@
 
 #include <unistd.h>
 
+#include <filesystem>
 #include <sstream>
 #include <unordered_set>
 
@@ -126,7 +127,11 @@ void save_checkpoint(const std::string& path, const CheckpointInfo& info, const 
   archive.write("version", c10::IValue(kVersion));
   archive.write("config", to_tensor(nlohmann::json(info.config).dump()));
   archive.write("tokenizer", to_tensor(info.tokenizer));
-  if (info.pretrained) archive.write("pretrained", to_tensor(to_json(*info.pretrained).dump()));
+  // The model directory as an absolute path, written by the run's first save (in the directory it
+  // was started from): a run resumed from elsewhere still names, and finds, its base.
+  std::optional<PretrainedModel> pretrained = info.pretrained;
+  if (pretrained) pretrained->source = std::filesystem::absolute(pretrained->source).lexically_normal().string();
+  if (pretrained) archive.write("pretrained", to_tensor(to_json(*pretrained).dump()));
   archive.write("baseline", to_tensor(info.baseline.dump()));
   if (info.data) archive.write("data_fingerprint", to_tensor(fingerprint_to_json(*info.data).dump()));
   if (!info.selection.is_null()) archive.write("selection", to_tensor(info.selection.dump()));
@@ -136,7 +141,7 @@ void save_checkpoint(const std::string& path, const CheckpointInfo& info, const 
   archive.write("torchscript", c10::IValue(scripts));
 
   // A --model-dir run's frozen weights stay in the base model: the checkpoint names them.
-  const FrozenWeights frozen = info.pretrained ? frozen_weights(model, info.pretrained->source) : FrozenWeights{};
+  const FrozenWeights frozen = pretrained ? frozen_weights(model, pretrained->source) : FrozenWeights{};
   if (!frozen.names.empty()) archive.write("frozen", to_tensor(to_json(frozen).dump()));
   const std::unordered_set<std::string> left_to_base(frozen.names.begin(), frozen.names.end());
   c10::List<std::string> names;
