@@ -222,3 +222,33 @@ TEST(Trainable, ACheckpointLeavesTheFrozenWeightsToItsBaseAndChecksThem) {
   auto full_info = gr::read_checkpoint_info(full.checkpoint);
   EXPECT_NO_THROW(gr::load_model(full.checkpoint, full_info));
 }
+
+TEST(Trainable, ARelativeModelDirIsRecordedAbsoluteSoThatAResumeFromElsewhereFindsIt) {
+  namespace fs = std::filesystem;
+  train_test::TempDir dir;
+  train_test::write_task(dir);
+  fs::copy(kTinyBert, dir / "base", fs::copy_options::recursive);
+  auto config = gr::pretrained_defaults(false);
+  config.data.train_file = dir / "train.tsv";
+  config.encoder.pretrained = "base";  // relative to the directory the run starts in
+  config.encoder.train_params = "bias";
+  config.batching.batch_size = 16;
+  config.batching.chunk_size = 8;
+  config.training.steps = 1;
+  config.eval.enabled = false;
+  config.output.dir = dir / "run";
+  const fs::path started_in = fs::current_path();
+  fs::current_path(dir.path);
+  std::string checkpoint;
+  try {
+    checkpoint = gr::train(config, train_test::quiet()).checkpoint;
+  } catch (...) {
+    fs::current_path(started_in);
+    throw;
+  }
+  fs::current_path(started_in);  // elsewhere now: "base" names nothing here
+  auto info = gr::read_checkpoint_info(checkpoint);
+  ASSERT_TRUE(info.pretrained.has_value());
+  EXPECT_EQ(info.pretrained->source, (dir.path / "base").lexically_normal().string());
+  EXPECT_NO_THROW(gr::load_model(checkpoint, info));
+}
