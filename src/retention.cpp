@@ -8,15 +8,6 @@
 #include <algorithm>
 
 namespace gradcache {
-namespace {
-
-int64_t bytes_kept(const std::vector<ChunkRecord>& records) {
-  int64_t bytes = 0;
-  for (const auto& r : records) bytes += r.retained ? r.graph_bytes.value_or(0) : 0;
-  return bytes;
-}
-
-}  // namespace
 
 RetentionPolicy::RetentionPolicy(int64_t max_chunks, int64_t memory) : max_chunks_(max_chunks), memory_(memory) {
   TORCH_CHECK(max_chunks >= -1, "GradCache: retain_chunks must be >= 0 (or -1: as many as retain_memory allows), got ",
@@ -46,7 +37,7 @@ bool RetentionPolicy::fits(const std::vector<ChunkRecord>& so_far, int64_t earli
 }
 
 int64_t RetentionPolicy::bytes_left(const std::vector<ChunkRecord>& so_far, int64_t earlier_models) const {
-  return memory_ - earlier_models - bytes_kept(so_far);
+  return memory_ - earlier_models - retained_bytes(so_far);
 }
 
 std::shared_ptr<const RetentionPolicy> make_retention(int64_t retain_chunks, int64_t retain_memory) {

@@ -24,6 +24,13 @@ struct ChunkRecord {
   c10::optional<int64_t> graph_bytes;
 };
 
+/// Bytes the retained chunks among `chunks` hold (when measured).
+inline int64_t retained_bytes(const std::vector<ChunkRecord>& chunks) {
+  int64_t bytes = 0;
+  for (const auto& r : chunks) bytes += r.retained ? r.graph_bytes.value_or(0) : 0;
+  return bytes;
+}
+
 /// Step 1's outcome for one model.
 struct ForwardResult {
   at::Tensor reps;                  ///< the representations of all chunks, without graph
@@ -33,11 +40,7 @@ struct ForwardResult {
     return std::count_if(chunks.begin(), chunks.end(), [](const ChunkRecord& r) { return r.retained; });
   }
   /// Bytes the retained chunks hold (when measured).
-  int64_t retained_bytes() const {
-    int64_t bytes = 0;
-    for (const auto& r : chunks) bytes += r.retained ? r.graph_bytes.value_or(0) : 0;
-    return bytes;
-  }
+  int64_t retained_bytes() const { return gradcache::retained_bytes(chunks); }
 };
 
 }  // namespace gradcache
