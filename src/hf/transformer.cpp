@@ -1,6 +1,8 @@
 // The architecture registry, and loading / saving an encoder's weights under its Hugging Face names.
 #include <gradcache/hf/transformer.h>
 
+#include <gradcache/hf/lora.h>
+
 #include "detail/atomic_file.h"
 #include "hf/models/architectures.h"
 #include "hf/model_json.h"
@@ -195,6 +197,9 @@ std::shared_ptr<TransformerBackbone> load_transformer(const std::string& dir) {
 
 void save_transformer(const TransformerBackbone& model, const std::string& dir) {
   namespace fs = std::filesystem;
+  if (has_lora(model))
+    throw std::invalid_argument("save_transformer: the model carries LoRA adapters, which transformers' weights have no "
+                                "place for: merge_lora first (a plain model), or save_lora_adapter (PEFT's directory)");
   gradcache::detail::write_file_atomic((fs::path(dir) / "config.json").string(), model.config_json());
   NamedTensors tensors;
   for (const auto& item : model.named_parameters()) tensors.emplace_back(item.key(), item.value());

@@ -16,11 +16,15 @@ downloaded here, so each model is a small random one of the real config and clas
                                                         and SentenceTransformer.encode's embeddings
                                   DIR/sgpt/             SGPT's recipe (BLOOM, weightedmean, brackets),
                                   sgpt_expected.safetensors: its --specb embeddings
+                                  DIR/<name>/lora/      a PEFT LoRA adapter of the model (random B),
+                                  DIR/<name>/lora_expected.safetensors  the adapted model's output
     architectures.py check DIR    for each DIR/<name>/saved/ (written by gradcache's save_transformer):
                                   AutoModel.from_pretrained with no missing or unexpected weights,
                                   last_hidden_state on the same batch -> DIR/<name>/reloaded.safetensors;
                                   for each DIR/<name>/st_saved/ (SentenceTransformer::save): loaded by
-                                  SentenceTransformer, TEXTS encoded -> DIR/<name>/st_reloaded.safetensors
+                                  SentenceTransformer, TEXTS encoded -> DIR/<name>/st_reloaded.safetensors;
+                                  for each DIR/<name>/lora_saved/ (save_lora_adapter): loaded by
+                                  PeftModel.from_pretrained onto model/ -> lora_reloaded.safetensors
 
 Where torch or transformers is missing, `make` writes DIR/unavailable.txt saying so (the tests skip).
 Sizes are small but not degenerate: 2 layers, 4 query heads sharing 2 key-value heads, an
@@ -74,6 +78,16 @@ ARCHITECTURES = {
               "BloomForCausalLM", "left"),
 }
 ROWS, COLUMNS = 6, 13
+
+# The LoRA targets gradcache adapts by default (hf::default_lora_targets): the reference adapter
+# of each architecture is made by PEFT with them.
+LORA_TARGETS = {
+    "bert": ["query", "key", "value", "dense"], "roberta": ["query", "key", "value", "dense"],
+    "xlm-roberta": ["query", "key", "value", "dense"],
+    **{t: ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"] for t in ("llama", "mistral", "qwen2", "qwen3")},
+    "modernbert": ["Wqkv", "Wo", "Wi"], "mpnet": ["q", "k", "v", "o", "dense"],
+    "bloom": ["query_key_value", "dense", "dense_h_to_4h", "dense_4h_to_h"],
+}
 
 
 def batch(name, pad_id, side, torch):
@@ -205,10 +219,31 @@ def sgpt(where, torch, transformers, save_file):
     print(f"architectures.py: sgpt (BLOOM, weightedmean, bracket tokens) -> {where}")
 
 
+def lora_adapter(where, model, model_type, ids, mask, torch, save_file):
+    """A PEFT LoRA adapter (r 4, alpha 8, dropout 0.1) on `model`'s default targets, its B random
+    (PEFT starts it at zero, which would test nothing) -> where/lora/, and the adapted model's
+    last_hidden_state (eval) -> where/lora_expected.safetensors."""
+    import copy
+    import peft
+
+    adapted = peft.get_peft_model(copy.deepcopy(model),
+                                  peft.LoraConfig(r=4, lora_alpha=8, lora_dropout=0.1, target_modules=LORA_TARGETS[model_type]))
+    with torch.no_grad():
+        for name, parameter in adapted.named_parameters():
+            if "lora_B" in name:
+                parameter.normal_(0.0, 0.2)
+    adapted.eval().save_pretrained(os.path.join(where, "lora"))
+    with torch.no_grad():
+        hidden = adapted(input_ids=ids, attention_mask=mask).last_hidden_state
+    save_file({"last_hidden_state": hidden.contiguous()}, os.path.join(where, "lora_expected.safetensors"),
+              metadata={"format": "pt"})
+
+
 def make(out_dir):
     try:
         import torch
         import transformers
+        import peft  # noqa: F401 (the LoRA references)
         from safetensors.torch import save_file
     except ImportError as error:
         os.makedirs(out_dir, exist_ok=True)
@@ -234,6 +269,7 @@ def make(out_dir):
         save_file({"input_ids": ids.contiguous(), "attention_mask": mask.contiguous(), "last_hidden_state": hidden.contiguous()},
                   os.path.join(where, "expected.safetensors"), metadata={"format": "pt", "side": side})
         sentence_transformer(where, config, side, torch, save_file)
+        lora_adapter(where, model, model_type, ids, mask, torch, save_file)
         print(f"architectures.py: {name} ({type(model).__name__}, {head_class}) -> {where}")
     sgpt(os.path.join(out_dir, "sgpt"), torch, transformers, save_file)
     unavailable = os.path.join(out_dir, "unavailable.txt")
@@ -269,6 +305,17 @@ def check(out_dir):
             save_file(st_embeddings(st, torch), os.path.join(out_dir, name, "st_reloaded.safetensors"),
                       metadata={"format": "pt"})
             print(f"architectures.py check: {name}: SentenceTransformer loaded {st_saved}")
+        lora_saved = os.path.join(out_dir, name, "lora_saved")
+        if os.path.isdir(lora_saved):
+            import peft
+
+            base = transformers.AutoModel.from_pretrained(os.path.join(out_dir, name, "model"))
+            adapted = peft.PeftModel.from_pretrained(base, lora_saved).eval()
+            with torch.no_grad():
+                hidden = adapted(input_ids=expected["input_ids"], attention_mask=expected["attention_mask"]).last_hidden_state
+            save_file({"last_hidden_state": hidden.contiguous()}, os.path.join(out_dir, name, "lora_reloaded.safetensors"),
+                      metadata={"format": "pt"})
+            print(f"architectures.py check: {name}: PeftModel loaded {lora_saved}")
 
 
 def main():

@@ -14,6 +14,7 @@
 #include "model_test_util.h"
 
 #include <gradcache/gradcache.h>
+#include <gradcache/hf/lora.h>
 
 #include "hf/model_json.h"
 #include "hf/models/bloom.h"
@@ -128,13 +129,23 @@ TEST_P(Architecture, LoadsTheTaskModelsCheckpoint) {
   EXPECT_TRUE(torch::equal(encode(*task), encode(*plain)));
 }
 
-TEST_P(Architecture, CacheStepEqualsFullBatchWithDropout) {
+// The largest relative gradient error of a cache step of 12 pairs in chunks of 4 against the
+// full-batch backward, dropout on, of the sentence-transformers directory (its pooling, Normalize
+// and Qwen3's Dense modules). With `lora`: adapters of rank 4 with dropout 0.1 on the default
+// targets (B random, so that A has gradients), the base frozen, as a LoRA run trains; when
+// `reseed_cache` the cache step draws other dropout masks (the negative control).
+static double cache_step_error(const std::string& dir, bool decoder, bool lora, bool reseed_cache = false) {
   torch::manual_seed(7);
-  const bool decoder = expected_.metadata.at("side") == "left";
-  const auto config = nlohmann::json::parse(std::ifstream(dir() + "/model/config.json"));
+  const auto config = nlohmann::json::parse(std::ifstream(dir + "/model/config.json"));
   const int64_t pad = config.value("pad_token_id", nlohmann::json()).is_number() ? config["pad_token_id"].get<int64_t>() : 0;
-  // The sentence-transformers directory: its pooling, Normalize and (Qwen3's) Dense modules.
-  auto model = hf::load_sentence_transformer(dir() + "/st");
+  auto model = hf::load_sentence_transformer(dir + "/st");
+  if (lora) {
+    for (auto& p : model->parameters()) p.requires_grad_(false);
+    hf::add_lora(model->transformer(), hf::LoraOptions(4).alpha(8).dropout(0.1));
+    torch::NoGradGuard no_grad;
+    for (auto& item : model->named_parameters())
+      if (item.key().find("lora_B") != std::string::npos) item.value().normal_(0.0, 0.2);
+  }
   model->train();
   const std::string side = decoder ? "left" : "right";
   const gc::ModelInput queries = random_batch(12, side, pad), passages = random_batch(12, side, pad);
@@ -146,12 +157,51 @@ TEST_P(Architecture, CacheStepEqualsFullBatchWithDropout) {
   torch::manual_seed(42);
   const auto full = hftest::full_batch_gradients(model, {queries, passages}, 4, loss);
   hftest::zero(*model);
-  torch::manual_seed(42);
+  torch::manual_seed(reseed_cache ? 43 : 42);
   gc::GradCache({model, model}, 4, loss)({queries, passages});
-  const double error = hftest::max_rel_error(hftest::gradients(*model), full);
+  return hftest::max_rel_error(hftest::gradients(*model), full);
+}
+
+TEST_P(Architecture, CacheStepEqualsFullBatchWithDropout) {
+  const bool decoder = expected_.metadata.at("side") == "left";
+  const double error = cache_step_error(dir(), decoder, /*lora=*/false);
   std::cout << "[" << GetParam() << "] cache step vs full batch, dropout on, 12 pairs in chunks of 4: max relative gradient error "
             << error << std::endl;
   EXPECT_LT(error, kCacheTolerance);
+}
+
+TEST_P(Architecture, LoraCacheStepEqualsFullBatchWithDropout) {
+  // The adapters' gradients (the only ones: the base is frozen), LoRA dropout replayed with the
+  // model's; drawn from another seed, the cache step's masks differ and so do its gradients.
+  const bool decoder = expected_.metadata.at("side") == "left";
+  const double error = cache_step_error(dir(), decoder, /*lora=*/true);
+  std::cout << "[" << GetParam() << "] LoRA cache step vs full batch, dropout on: max relative gradient error " << error
+            << std::endl;
+  EXPECT_LT(error, kCacheTolerance);
+  EXPECT_GT(cache_step_error(dir(), decoder, /*lora=*/true, /*reseed_cache=*/true), 100 * kCacheTolerance);
+}
+
+TEST_P(Architecture, LoraAdapterMatchesPeft) {
+  // PEFT's adapter (architectures.py: r 4, alpha 8, B random) loaded onto our model computes what
+  // PeftModel computed; without it the model does not (the control); merged into the weights,
+  // the plain model computes the same again.
+  auto model = hf::load_transformer(dir() + "/model");
+  const auto theirs = hftest::tensor(hf::read_safetensors(dir() + "/lora_expected.safetensors"), "last_hidden_state");
+  const auto mask = expected("attention_mask");
+  const double without = real_token_error(encode(*model), theirs, mask).first;
+  const hf::LoraOptions options = hf::load_lora_adapter(*model, dir() + "/lora");
+  EXPECT_EQ(options.rank(), 4);
+  EXPECT_DOUBLE_EQ(options.scaling(), 2.0);
+  auto sorted = [](std::vector<std::string> v) { std::sort(v.begin(), v.end()); return v; };
+  EXPECT_EQ(sorted(options.targets()), sorted(hf::default_lora_targets(model->model_type())));
+  const auto [error, size] = real_token_error(encode(*model), theirs, mask);
+  std::cout << "[" << GetParam() << "] max |ours - PeftModel| with the adapter: " << error << " (without it: " << without << ")"
+            << std::endl;
+  EXPECT_LT(error, kTolerance * std::max(1.0, size));
+  EXPECT_GT(without, 10 * kTolerance * std::max(1.0, size));
+  hf::merge_lora(*model);
+  EXPECT_FALSE(hf::has_lora(*model));
+  EXPECT_LT(real_token_error(encode(*model), theirs, mask).first, kTolerance * std::max(1.0, size));
 }
 
 TEST_P(Architecture, SentenceTransformersDirectory) {
@@ -186,7 +236,7 @@ TEST(Architectures, SavedModelsLoadInTransformersAndSentenceTransformers) {
   const std::string missing = references_missing();
   if (!missing.empty()) GTEST_SKIP() << missing;
   const std::string dir = architectures_dir();
-  std::map<std::string, torch::Tensor> ours;
+  std::map<std::string, torch::Tensor> ours, ours_adapted;
   for (const auto& name : kArchitectures) {
     auto model = hf::load_transformer(dir + "/" + name + "/model");
     hftest::fs::remove_all(dir + "/" + name + "/saved");
@@ -196,6 +246,15 @@ TEST(Architectures, SavedModelsLoadInTransformersAndSentenceTransformers) {
     const auto expected = hf::read_safetensors(dir + "/" + name + "/expected.safetensors");
     torch::NoGradGuard no_grad;
     ours[name] = model->encode(hftest::tensor(expected, "input_ids"), hftest::tensor(expected, "attention_mask")).last_hidden_state;
+    // Our adapter (rank 3, rsLoRA scaling, B random) as PEFT's directory, for PeftModel to load.
+    hf::LoraOptions lora = hf::add_lora(*model, hf::LoraOptions(3).alpha(5).rslora(true));
+    for (auto& item : model->named_parameters())
+      if (item.key().find("lora_B") != std::string::npos) item.value().normal_(0.0, 0.2);
+    hftest::fs::remove_all(dir + "/" + name + "/lora_saved");
+    hftest::fs::create_directories(dir + "/" + name + "/lora_saved");
+    hf::save_lora_adapter(*model, lora, dir + "/" + name + "/lora_saved", dir + "/" + name + "/model");
+    ours_adapted[name] =
+        model->encode(hftest::tensor(expected, "input_ids"), hftest::tensor(expected, "attention_mask")).last_hidden_state;
   }
   const std::string command = c10::str("\"", hftest::python(), "\" \"" GRADCACHE_HF_SCRIPTS "/architectures.py\" check \"", dir, "\"");
   ASSERT_EQ(std::system(command.c_str()), 0) << command;
@@ -209,6 +268,13 @@ TEST(Architectures, SavedModelsLoadInTransformersAndSentenceTransformers) {
     const auto st_reloaded = hf::read_safetensors(dir + "/" + name + "/st_reloaded.safetensors");
     for (const char* key : {"embeddings", "query_embeddings"})
       EXPECT_LT(hftest::max_abs_diff(hftest::tensor(st_reloaded, key), hftest::tensor(st, key)), kTolerance) << name << " " << key;
+    const auto lora_reloaded = hf::read_safetensors(dir + "/" + name + "/lora_reloaded.safetensors");
+    const auto [lora_error, lora_size] = real_token_error(ours_adapted[name], hftest::tensor(lora_reloaded, "last_hidden_state"),
+                                                          hftest::tensor(expected, "attention_mask"));
+    EXPECT_LT(lora_error, kTolerance * std::max(1.0, lora_size)) << name << "'s adapter loaded by PeftModel";
+    EXPECT_GT(real_token_error(ours[name], ours_adapted[name], hftest::tensor(expected, "attention_mask")).first,
+              10 * kTolerance * std::max(1.0, lora_size))
+        << name << ": the adapter must change the output for this to test anything";
   }
 }
 

@@ -4,10 +4,10 @@
 #pragma once
 
 #include <gradcache/hf/bert_config.h>
+#include <gradcache/hf/linear.h>
 #include <gradcache/hf/transformer.h>
 
 #include <torch/nn/modules/embedding.h>
-#include <torch/nn/modules/linear.h>
 #include <torch/nn/modules/normalization.h>
 #include <torch/nn/pimpl.h>
 
@@ -37,9 +37,9 @@ class BertLayerImpl : public torch::nn::Module {
   std::string activation_;
   // Names as in transformers: attention.self.{query,key,value}, attention.output.{dense,LayerNorm},
   // intermediate.dense, output.{dense,LayerNorm}.
-  torch::nn::Linear query_{nullptr}, key_{nullptr}, value_{nullptr}, attention_dense_{nullptr};
+  Linear query_{nullptr}, key_{nullptr}, value_{nullptr}, attention_dense_{nullptr};
   torch::nn::LayerNorm attention_norm_{nullptr};
-  torch::nn::Linear intermediate_{nullptr}, output_dense_{nullptr};
+  Linear intermediate_{nullptr}, output_dense_{nullptr};
   torch::nn::LayerNorm output_norm_{nullptr};
 };
 TORCH_MODULE(BertLayer);
@@ -74,7 +74,7 @@ class BertModelImpl : public TransformerBackbone {
   BertConfig config_;
   std::shared_ptr<detail::LearnedEmbeddingsImpl> embeddings_;
   std::vector<BertLayer> layers_;
-  torch::nn::Linear pooler_{nullptr};
+  Linear pooler_{nullptr};
 };
 TORCH_MODULE(BertModel);
 

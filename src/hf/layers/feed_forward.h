@@ -5,7 +5,7 @@
 
 #include <ATen/core/Tensor.h>
 #include <torch/nn/module.h>
-#include <torch/nn/modules/linear.h>
+#include <gradcache/hf/linear.h>
 #include <torch/nn/pimpl.h>
 
 #include <cstdint>
@@ -32,7 +32,7 @@ class GatedFeedForwardImpl : public torch::nn::Module {
 
  private:
   std::string activation_;
-  torch::nn::Linear gate_{nullptr}, up_{nullptr}, down_{nullptr};
+  Linear gate_{nullptr}, up_{nullptr}, down_{nullptr};
 };
 TORCH_MODULE(GatedFeedForward);
 

@@ -15,8 +15,8 @@ std::shared_ptr<torch::nn::Module> scope(torch::nn::Module& parent, const std::s
   return parent.register_module(name, std::make_shared<torch::nn::Module>());
 }
 
-torch::nn::Linear linear(torch::nn::Module& parent, const std::string& name, int64_t in, int64_t out, bool bias) {
-  return parent.register_module(name, torch::nn::Linear(torch::nn::LinearOptions(in, out).bias(bias)));
+Linear linear(torch::nn::Module& parent, const std::string& name, int64_t in, int64_t out, bool bias) {
+  return parent.register_module(name, Linear(in, out, bias));
 }
 
 void initialise_weights(torch::nn::Module& model, double std) {
@@ -24,7 +24,8 @@ void initialise_weights(torch::nn::Module& model, double std) {
   // Without the model itself: a constructor calls this before a shared_ptr holds the model.
   for (const auto& module : model.modules(/*include_self=*/false)) {
     const bool normalises = module->as<NormImpl>() != nullptr || module->as<torch::nn::LayerNormImpl>() != nullptr;
-    const bool projects = module->as<torch::nn::LinearImpl>() != nullptr || module->as<torch::nn::EmbeddingImpl>() != nullptr;
+    // Not the LoRA adapters (torch::nn::Linear inside a Linear): they are added after, initialised as PEFT does.
+    const bool projects = module->as<LinearImpl>() != nullptr || module->as<torch::nn::EmbeddingImpl>() != nullptr;
     if (!normalises && !projects) continue;
     for (auto& item : module->named_parameters(/*recurse=*/false)) {
       if (item.key() == "bias") {

@@ -2,8 +2,9 @@
 // initial weights.
 #pragma once
 
+#include <gradcache/hf/linear.h>
+
 #include <torch/nn/module.h>
-#include <torch/nn/modules/linear.h>
 
 #include <cstdint>
 #include <memory>
@@ -16,8 +17,8 @@ namespace detail {
 /// A module that only gives its children a name prefix ("attention", "self", "output", ...).
 std::shared_ptr<torch::nn::Module> scope(torch::nn::Module& parent, const std::string& name);
 
-/// nn.Linear(in, out, bias) registered as `name` under `parent`.
-torch::nn::Linear linear(torch::nn::Module& parent, const std::string& name, int64_t in, int64_t out, bool bias = true);
+/// hf::Linear(in, out, bias) (nn.Linear, able to carry a LoRA adapter) registered as `name` under `parent`.
+Linear linear(torch::nn::Module& parent, const std::string& name, int64_t in, int64_t out, bool bias = true);
 
 /// transformers' _init_weights: Linear and Embedding weights normal(0, std), biases 0, norms'
 /// weights 1 and biases 0 (the parameters of a Norm, LayerNorm or RMSNorm). Loading a checkpoint

@@ -91,7 +91,7 @@ BertModelImpl::BertModelImpl(BertConfig config) : config_(std::move(config)) {
 
 void BertModelImpl::remove_pooler() {
   unregister_module("pooler");
-  pooler_ = torch::nn::Linear(nullptr);
+  pooler_ = Linear(nullptr);
 }
 
 TransformerOutput BertModelImpl::encode(const at::Tensor& input_ids, const at::Tensor& attention_mask,

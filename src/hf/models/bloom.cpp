@@ -102,7 +102,7 @@ class BloomBlockImpl : public torch::nn::Module {
   double hidden_dropout_, attention_dropout_;
   bool post_layernorm_residual_;
   torch::nn::LayerNorm input_layernorm_{nullptr}, post_attention_layernorm_{nullptr};
-  torch::nn::Linear query_key_value_{nullptr}, dense_{nullptr}, dense_h_to_4h_{nullptr}, dense_4h_to_h_{nullptr};
+  Linear query_key_value_{nullptr}, dense_{nullptr}, dense_h_to_4h_{nullptr}, dense_4h_to_h_{nullptr};
 };
 TORCH_MODULE(BloomBlock);
 

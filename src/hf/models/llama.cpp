@@ -66,7 +66,7 @@ class LlamaLayerImpl : public torch::nn::Module {
  private:
   int64_t heads_, head_size_;
   double dropout_;
-  torch::nn::Linear q_proj_{nullptr}, k_proj_{nullptr}, v_proj_{nullptr}, o_proj_{nullptr};
+  Linear q_proj_{nullptr}, k_proj_{nullptr}, v_proj_{nullptr}, o_proj_{nullptr};
   Norm q_norm_{nullptr}, k_norm_{nullptr}, input_norm_{nullptr}, post_attention_norm_{nullptr};
   detail::GatedFeedForward mlp_{nullptr};
 };

@@ -70,8 +70,8 @@ class ModernBertLayerImpl : public torch::nn::Module {
     return attended + mlp_out_(maybe_dropout(gated, mlp_dropout_, is_training()));
   }
 
-  std::vector<torch::nn::Linear> output_projections() const { return {attention_out_, mlp_out_}; }
-  std::vector<torch::nn::Linear> input_projections() const { return {wqkv_, wi_}; }
+  std::vector<Linear> output_projections() const { return {attention_out_, mlp_out_}; }
+  std::vector<Linear> input_projections() const { return {wqkv_, wi_}; }
 
  private:
   at::Tensor attend(const at::Tensor& x, const LayerInputs& inputs) {
@@ -94,7 +94,7 @@ class ModernBertLayerImpl : public torch::nn::Module {
   std::string activation_;
   int64_t intermediate_;
   Norm attn_norm_{nullptr}, mlp_norm_{nullptr};
-  torch::nn::Linear wqkv_{nullptr}, attention_out_{nullptr}, wi_{nullptr}, mlp_out_{nullptr};
+  Linear wqkv_{nullptr}, attention_out_{nullptr}, wi_{nullptr}, mlp_out_{nullptr};
 };
 TORCH_MODULE(ModernBertLayer);
 

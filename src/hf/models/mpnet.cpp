@@ -70,7 +70,7 @@ class MPNetLayerImpl : public torch::nn::Module {
   int64_t heads_;
   double hidden_dropout_, attention_dropout_;
   std::string activation_;
-  torch::nn::Linear q_{nullptr}, k_{nullptr}, v_{nullptr}, o_{nullptr}, intermediate_{nullptr}, output_dense_{nullptr};
+  Linear q_{nullptr}, k_{nullptr}, v_{nullptr}, o_{nullptr}, intermediate_{nullptr}, output_dense_{nullptr};
   torch::nn::LayerNorm attention_norm_{nullptr}, output_norm_{nullptr};
 };
 TORCH_MODULE(MPNetLayer);
@@ -133,7 +133,7 @@ class MPNetModelImpl : public TransformerBackbone {
   bool has_pooler() const override { return !pooler_.is_empty(); }
   void remove_pooler() override {
     unregister_module("pooler");
-    pooler_ = torch::nn::Linear(nullptr);
+    pooler_ = Linear(nullptr);
   }
 
  private:
@@ -156,7 +156,7 @@ class MPNetModelImpl : public TransformerBackbone {
   detail::LearnedEmbeddings embeddings_{nullptr};
   std::vector<MPNetLayer> layers_;
   torch::nn::Embedding relative_attention_bias_{nullptr};
-  torch::nn::Linear pooler_{nullptr};
+  Linear pooler_{nullptr};
 };
 
 }  // namespace
