@@ -33,8 +33,13 @@
 #   nproc        docs/figures/main_nproc.log: the main job with --nproc 1 and --nproc auto (bench/main_nproc.sh;
 #                10 min; not in the default list)
 #   trainable    docs/figures/trainable_memory.json: a decoder of Qwen3-Embedding-0.6B's shape trained whole,
-#                bias-only and with its embeddings frozen: seconds and peak RSS of a cache step
-#                (bench/trainable.py; 10 min; not in the default list)
+#                bias-only, with its embeddings frozen, with LoRA and with LoRA on a bf16 base, beside
+#                sentence-transformers (+PEFT): seconds and peak RSS of a cache step; and
+#                trainable_memory_1.7b.json, LoRA on Qwen3-1.7B's shape (bench/trainable.py; 15 + 15 min;
+#                not in the default list)
+#   load         docs/figures/load_memory.json: peak RSS of `gradcache encode --model-dir` on Qwen3-0.6B's
+#                shape, weights in fp32 and bf16 (bench/load_memory.py; 5 min; LOAD_BEFORE=PATH adds an
+#                older build's program beside build/tools/gradcache; not in the default list)
 #   main         docs/figures/main_job.log: the README's main job, `bash scripts/main.sh` (4-6 min)
 #   shape        docs/figures/code_shape.json: function and file lengths, the lines of one cache step
 #
@@ -96,7 +101,10 @@ for part in "${parts[@]}"; do
     matryoshka)
       bash bench/matryoshka.sh --out "runs/matryoshka-$(date +%Y%m%d-%H%M%S)" ;;
     trainable)
-      .venv/bin/python bench/trainable.py --out docs/figures ;;
+      .venv/bin/python bench/trainable.py --out docs/figures
+      .venv/bin/python bench/trainable.py --shape 1.7b --rows lora16,st-cached-lora16,lora16-bf16-base --out docs/figures ;;
+    load)
+      .venv/bin/python bench/load_memory.py --programs "${LOAD_BEFORE:+before=$LOAD_BEFORE,}after=build/tools/gradcache" ;;
     sorting)
       python3 bench/length_sorting.py --out docs/figures/length_sorting.json ;;
     nproc)

@@ -121,9 +121,16 @@ def st_child(args):
     precision = contextlib.nullcontext if getattr(args, "precision", "fp32") == "fp32" else \
         (lambda: torch.autocast("cpu", dtype=torch.bfloat16))
     model = SentenceTransformer(args.model, device="cpu")
+    if getattr(args, "lora_rank", 0) > 0:  # sentence-transformers' PEFT support: adapters on the Transformer
+        from peft import LoraConfig
+        model.add_adapter(LoraConfig(r=args.lora_rank, lora_alpha=2 * args.lora_rank, lora_dropout=0.0,
+                                     target_modules=["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj",
+                                                     "down_proj"]))
+        for name, parameter in model.named_parameters():
+            parameter.requires_grad_("lora_" in name)
     model.train()
     if args.loss == "cached":
-        loss_fn = CachedMultipleNegativesRankingLoss(model, scale=SCALE, mini_batch_size=CHUNK)
+        loss_fn = CachedMultipleNegativesRankingLoss(model, scale=SCALE, mini_batch_size=getattr(args, "chunk", CHUNK))
         inner = "calculate_loss"
     else:
         loss_fn = MultipleNegativesRankingLoss(model, scale=SCALE)
@@ -138,7 +145,8 @@ def st_child(args):
         finally:
             loss_seconds[0] += time.perf_counter() - start
     setattr(loss_fn, inner, timed_loss)
-    optimizer = torch.optim.AdamW(model.parameters(), lr=LR, weight_decay=WEIGHT_DECAY)
+    trained = [p for p in model.parameters() if p.requires_grad]
+    optimizer = torch.optim.AdamW(trained, lr=LR, weight_decay=WEIGHT_DECAY)
     pairs = read_pairs(args.pairs)
     rss_before = rss_mb("VmRSS")
     for step in range(args.steps + 1):
@@ -152,7 +160,7 @@ def st_child(args):
         t2 = time.perf_counter()
         loss.backward()
         t3 = time.perf_counter()
-        torch.nn.utils.clip_grad_norm_(model.parameters(), MAX_GRAD_NORM)
+        torch.nn.utils.clip_grad_norm_(trained, MAX_GRAD_NORM)
         optimizer.step()
         optimizer.zero_grad(set_to_none=True)
         t4 = time.perf_counter()
@@ -631,6 +639,8 @@ def main():
         parser.add_argument("--loss")
         parser.add_argument("--reference-src")
         parser.add_argument("--precision", default="fp32", choices=["fp32", "bf16"])
+        parser.add_argument("--chunk", type=int, default=CHUNK, help="mini_batch_size of the cached loss")
+        parser.add_argument("--lora-rank", type=int, default=0, help="> 0: train PEFT LoRA adapters only (alpha 2r)")
         args = parser.parse_args()
         return {"_st": st_child, "_reference": reference_child, "_builtin": builtin_child}[sub](args)
     parser.add_argument("--quick", action="store_true", help="the tiny random BERT, small batches (a smoke test)")

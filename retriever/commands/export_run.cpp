@@ -7,6 +7,7 @@
 #include "retriever/model/batching.h"
 #include "retriever/model/tokenizer.h"
 #include "retriever/model/torchscript_export.h"
+#include "retriever/model/pretrained.h"
 #include "retriever/run/checkpoint.h"
 #include "retriever/run/saved_encoder.h"
 
@@ -31,9 +32,13 @@ SettingsTable<ExportSettings> make_export_settings() {
             .checked(not_empty()));
   t.add(field("format", &S::format, "--format",
               "torchscript (model.pt + tokenizer.model + export.json), sentence-transformers (a directory that "
-              "SentenceTransformer(dir) loads; --model-dir runs) or auto (sentence-transformers for a --model-dir "
-              "run, else torchscript)")
-            .checked(one_of({"auto", "torchscript", "sentence-transformers"})));
+              "SentenceTransformer(dir) loads; --model-dir runs), peft (a LoRA run's adapter directory, which "
+              "peft.PeftModel.from_pretrained loads onto the base model) or auto (peft for a LoRA run, "
+              "sentence-transformers for another --model-dir run, else torchscript)")
+            .checked(one_of({"auto", "torchscript", "sentence-transformers", "peft"})));
+  t.add(field("merge", &S::merge, "--merge",
+              "A LoRA run: merge its adapters into the weights and write a plain sentence-transformers directory")
+            .as_switch());
   t.add(field("side", &S::side, "--side", "Encoders to export from an untied run: both, query or passage")
             .checked(one_of({"both", "query", "passage"})));
   t.add(field("overwrite", &S::overwrite, "--overwrite", "Replace an existing export directory").as_switch());
@@ -162,6 +167,15 @@ nlohmann::json export_sentence_transformer(const ExportSettings& s, const Checkp
   }
   StagedDirectory out(s.output, "modules.json", s.overwrite);
   hf::SentenceTransformer module = model.pretrained_encoders()[s.side == "passage" && !model.tied() ? 1 : 0];
+  if (hf::has_lora(*module)) {
+    if (!s.merge) {
+      throw std::invalid_argument("--format sentence-transformers: run " + s.run +
+                                  " trained LoRA adapters: add --merge (a plain model with the adapters merged into "
+                                  "its weights), or export the adapters with --format peft");
+    }
+    say(control, "merging the LoRA adapters into the weights");
+    hf::merge_lora(*module);
+  }
   if (!prompts.query.empty()) module->set_prompt("query", prompts.query);
   if (!prompts.passage.empty()) module->set_prompt("document", prompts.passage);
   say(control, "writing the sentence-transformers directory");
@@ -177,6 +191,63 @@ nlohmann::json export_sentence_transformer(const ExportSettings& s, const Checkp
           {"dim", module->embedding_dimension()},
           {"normalize", module->options().normalize()},
           {"max_seq_length", module->options().max_seq_length()},
+          {"source",
+           {{"checkpoint", std::filesystem::absolute(checkpoint_of_run(s.run)).lexically_normal().string()},
+            {"step", info.progress.step}}}};
+}
+
+// A LoRA run's adapters as PEFT saves them, for the base model the run was trained on (recorded
+// as base_model_name_or_path). The directory just written, loaded onto the base as a user would
+// load it, must embed a probe batch as the trained module does.
+nlohmann::json export_peft_adapter(const ExportSettings& s, const CheckpointInfo& info, BiEncoder& model,
+                                   const ExportControl& control) {
+  if (!model.is_pretrained() || !info.pretrained || !info.pretrained->lora) {
+    throw std::invalid_argument("--format peft: run " + s.run +
+                                " trained no LoRA adapters (train with --model-dir and --lora-rank); export it with "
+                                "--format " + std::string(model.is_pretrained() ? "sentence-transformers" : "torchscript"));
+  }
+  if (!model.tied() && s.side == "both") {
+    throw std::invalid_argument("--format peft: run " + s.run +
+                                " has two encoders (--untie), each with its adapters: export each with --side query and "
+                                "--side passage, into two directories");
+  }
+  if (s.dim > 0) throw std::invalid_argument("--dim with --format peft: an adapter directory has no output width to cut");
+  const std::string base = std::filesystem::absolute(info.pretrained->source).lexically_normal().string();
+  StagedDirectory out(s.output, "adapter_config.json", s.overwrite);
+  hf::SentenceTransformer module = model.pretrained_encoders()[s.side == "passage" && !model.tied() ? 1 : 0];
+  say(control, "writing the PEFT adapter directory (base model " + base + ")");
+  hf::save_lora_adapter(module->transformer(), *info.pretrained->lora, out.partial(), base);
+  stop_if_signalled(control.stop);
+  say(control, "checking the export: loading it onto the base model and encoding a probe batch");
+  {
+    LoadedPretrained reloaded = load_pretrained(base);
+    LoraSettings adapter;
+    adapter.adapter = out.partial();
+    add_adapters(reloaded, adapter);
+    reloaded.module->eval();
+    const std::vector<std::string> probe = {"a query about a red cat", "Caf\u00e9 au LAIT", std::string(300, 'x')};
+    torch::NoGradGuard no_grad;
+    const auto expected = module->forward(module->tokenize(probe));
+    const auto got = reloaded.module->forward(reloaded.module->tokenize(probe));
+    const double error = expected.sizes() == got.sizes() ? (expected - got).abs().max().item<double>() : 1e30;
+    if (!(error <= 1e-5)) {
+      throw std::runtime_error("export --format peft: the adapter written for " + s.output + ", loaded onto " + base +
+                               ", does not embed as the trained model does (max difference " + std::to_string(error) +
+                               "); nothing was written");
+    }
+  }
+  stop_if_signalled(control.stop);
+  out.commit();
+  const Prompts prompts = tokenizer_of(info).prompts();
+  return {{"format", "peft"},
+          {"directory", s.output},
+          {"base_model", base},
+          {"side", model.tied() ? "both" : s.side},
+          {"rank", info.pretrained->lora->rank()},
+          {"alpha", info.pretrained->lora->alpha()},
+          {"targets", info.pretrained->lora->targets()},
+          {"query_prompt", prompts.query},
+          {"passage_prompt", prompts.passage},
           {"source",
            {{"checkpoint", std::filesystem::absolute(checkpoint_of_run(s.run)).lexically_normal().string()},
             {"step", info.progress.step}}}};
@@ -198,6 +269,12 @@ nlohmann::json export_run(const ExportSettings& s, const ExportControl& control)
   stop_if_signalled(control.stop);
   model.to(torch::kCPU);
   model.train(false);
+  const bool lora = info.pretrained && info.pretrained->lora;
+  if (s.merge && !lora) {
+    throw std::invalid_argument("--merge: run " + s.run + " trained no LoRA adapters, so there is nothing to merge");
+  }
+  if (s.merge && s.format == "peft") throw std::invalid_argument("--merge writes a sentence-transformers directory, not --format peft");
+  if (s.format == "peft" || (s.format == "auto" && lora && !s.merge)) return export_peft_adapter(s, info, model, control);
   if (s.format == "sentence-transformers" || (s.format == "auto" && model.is_pretrained()))
     return export_sentence_transformer(s, info, model, control);
   if (model.is_pretrained()) {

@@ -32,7 +32,11 @@ struct ExportSettings {
   /// torchscript (the layout above), sentence-transformers (a directory SentenceTransformer(dir)
   /// loads: a --model-dir run's), or auto: sentence-transformers for a --model-dir run, else
   /// torchscript.
+  /// peft: a LoRA run's adapters as PEFT's directory (adapter_config.json,
+  /// adapter_model.safetensors), which peft.PeftModel.from_pretrained loads onto the base model;
+  /// auto picks it for a LoRA run unless --merge.
   std::string format = "auto";
+  bool merge = false;         ///< a LoRA run: its adapters merged into the weights, as sentence-transformers
   std::string output;         ///< the export directory
   std::string side = "both";  ///< both | query | passage
   bool overwrite = false;     ///< replace an existing export directory

@@ -17,6 +17,10 @@ void add_pretrained_source_settings(SettingsTable<Config>& t) {
   t.add(setting("model_dir", &P::dir, "--model-dir",
                 "A Hugging Face / sentence-transformers model directory to use as it is (zero-shot)")
             .hint("DIR"));
+  t.add(setting("adapter", &P::adapter, "--adapter",
+                "With --model-dir: a PEFT LoRA adapter directory (adapter_config.json, adapter_model.safetensors) "
+                "to apply to the model")
+            .hint("DIR"));
   t.add(setting("query_prompt", &P::query_prompt, "--query-prompt",
                 "With --model-dir: text put before each query (default: the model's prompt named \"query\")"));
   t.add(setting("passage_prompt", &P::passage_prompt, "--passage-prompt",
@@ -35,9 +39,9 @@ void add_pretrained_source_settings(SettingsTable<Config>& t) {
             .checked(at_least(0)));
   t.add_check([](const Config& c) {
     const P& p = c.pretrained;
-    const bool tuned = !p.query_prompt.empty() || !p.passage_prompt.empty() || !p.model_prompts || p.specb ||
+    const bool tuned = !p.adapter.empty() || !p.query_prompt.empty() || !p.passage_prompt.empty() || !p.model_prompts || p.specb ||
                        p.query_max_len > 0 || p.passage_max_len > 0;
-    return tuned && p.dir.empty() ? "--query-prompt, --passage-prompt, --model-prompts, --specb, --query-max-len and "
+    return tuned && p.dir.empty() ? "--adapter, --query-prompt, --passage-prompt, --model-prompts, --specb, --query-max-len and "
                                     "--passage-max-len go with --model-dir (a run keeps its own)"
                                   : "";
   });

@@ -29,6 +29,88 @@ void add_prompt_settings(Table& t, const char* group) {
             .as_switch());
 }
 
+// What trains (--train-params, --freeze-embeddings) and the type the frozen weights are held in.
+void add_trainable_settings(Table& t, const char* group) {
+  t.add(nested_field("train_params", &TrainConfig::encoder, &EncoderSettings::train_params, "--train-params",
+                     "Which encoder parameters train: all (default), bias (BitFit: names containing \"bias\", "
+                     "as SGPT's --freezenonbias), or a regular expression searched in each parameter's "
+                     "Hugging Face name; the others are frozen (no gradient, no optimizer state)")
+            .in_group(group)
+            .hint("bias|REGEX")
+            .parsed_by([](const std::string& text) {
+              return nlohmann::json{{"train_params", text == "all" ? std::string() : text}};
+            })
+            .checked([](const nlohmann::json& v) { return pattern_error(v.get<std::string>()); }));
+  t.add(nested_field("freeze_embeddings", &TrainConfig::encoder, &EncoderSettings::freeze_embeddings,
+                     "--freeze-embeddings", "Freeze the embeddings (parameters whose name contains \"embed\")")
+            .in_group(group)
+            .as_switch());
+  t.add(nested_choice_field("base_precision", &TrainConfig::encoder, &EncoderSettings::base_precision,
+                            "--base-precision",
+                            "The type the frozen weight matrices of a --model-dir model are held in: fp32, or bf16 "
+                            "(half their memory; what trains, the optimizer's state and the computation stay fp32)",
+                            ChoiceNames<Precision>{{Precision::fp32, "fp32"}, {Precision::bf16, "bf16"}})
+            .in_group(group));
+  t.add_check([](const TrainConfig& c) -> std::string {
+    if (c.encoder.base_precision == Precision::fp32) return "";
+    if (!c.encoder.is_pretrained()) return "--base-precision bf16 goes with --model-dir";
+    if (c.encoder.trainable().everything())
+      return "--base-precision bf16 holds the frozen weights in bf16, but every weight trains: add --lora-rank, "
+             "--adapter, --train-params or --freeze-embeddings";
+    return "";
+  });
+}
+
+// Access to the LoRA settings of a config.
+LoraSettings& lora_of(TrainConfig& c) { return c.encoder.lora; }
+
+template <class T>
+Setting<TrainConfig> lora_field(const char* key, T LoraSettings::*member, const char* flag, const char* help,
+                                const char* group) {
+  return detail::accessed_field<T, TrainConfig>(
+             key, [member](TrainConfig& c) -> T& { return lora_of(c).*member; }, flag, help)
+      .in_group(group);
+}
+
+// LoRA adapters on a --model-dir model: new ones, or a PEFT directory's; then they alone train.
+void add_lora_settings(Table& t, const char* group) {
+  t.add(lora_field("lora_rank", &LoraSettings::rank, "--lora-rank",
+                   "Train LoRA adapters of this rank on the frozen model (PEFT's r; 0: none); only they train, "
+                   "and export writes them as a PEFT adapter directory",
+                   group)
+            .checked(at_least(0)));
+  t.add(lora_field("lora_alpha", &LoraSettings::alpha, "--lora-alpha",
+                   "LoRA's alpha: the adapters' update is scaled by alpha / rank (default: the rank, scaling 1)", group)
+            .checked(at_least(0)));
+  t.add(lora_field("lora_dropout", &LoraSettings::dropout, "--lora-dropout",
+                   "Dropout on the adapters' inputs (replayed by the cache as every random op)", group)
+            .checked([](const nlohmann::json& v) -> std::string {
+              const double p = v.get<double>();
+              return p >= 0 && p < 1 ? "" : "must be in [0, 1)";
+            }));
+  t.add(lora_field("lora_targets", &LoraSettings::targets, "--lora-targets",
+                   "Modules that get adapters, comma-separated, matched as PEFT's target_modules (a name, or the end "
+                   "of one after a dot); default: q_proj,k_proj,v_proj,o_proj,gate_proj,up_proj,down_proj for "
+                   "decoders, query,key,value,dense for BERT-like encoders (each architecture's in docs/huggingface.md)",
+                   group)
+            .hint("NAMES"));
+  t.add(lora_field("adapter", &LoraSettings::adapter, "--adapter",
+                   "A PEFT LoRA adapter directory (adapter_config.json, adapter_model.safetensors) of the --model-dir "
+                   "model to continue training", group)
+            .hint("DIR"));
+  t.add_check([](const TrainConfig& c) -> std::string {
+    const LoraSettings& l = c.encoder.lora;
+    if (l.enabled() && !c.encoder.is_pretrained()) return "--lora-rank and --adapter go with --model-dir";
+    if (l.enabled() && (!c.encoder.train_params.empty() || c.encoder.freeze_embeddings))
+      return "with LoRA only the adapters train: leave out --train-params and --freeze-embeddings (they choose among "
+             "the model's own parameters), or LoRA";
+    if (!l.adapter.empty() && l.rank > 0) return "--adapter's adapter_config.json gives the rank: leave out --lora-rank";
+    if (l.rank == 0 && (l.alpha > 0 || l.dropout > 0 || !l.targets.empty()))
+      return "--lora-alpha, --lora-dropout and --lora-targets go with --lora-rank";
+    return "";
+  });
+}
+
 }  // namespace
 
 void add_model_settings(Table& t) {
@@ -87,20 +169,8 @@ void add_model_settings(Table& t) {
                      "Separate query and passage encoders (default: one shared encoder)")
             .in_group(group)
             .as_switch());
-  t.add(nested_field("train_params", &TrainConfig::encoder, &EncoderSettings::train_params, "--train-params",
-                     "Which encoder parameters train: all (default), bias (BitFit: names containing \"bias\", "
-                     "as SGPT's --freezenonbias), or a regular expression searched in each parameter's "
-                     "Hugging Face name; the others are frozen (no gradient, no optimizer state)")
-            .in_group(group)
-            .hint("bias|REGEX")
-            .parsed_by([](const std::string& text) {
-              return nlohmann::json{{"train_params", text == "all" ? std::string() : text}};
-            })
-            .checked([](const nlohmann::json& v) { return pattern_error(v.get<std::string>()); }));
-  t.add(nested_field("freeze_embeddings", &TrainConfig::encoder, &EncoderSettings::freeze_embeddings,
-                     "--freeze-embeddings", "Freeze the embeddings (parameters whose name contains \"embed\")")
-            .in_group(group)
-            .as_switch());
+  add_trainable_settings(t, group);
+  add_lora_settings(t, "LoRA (with --model-dir)");
   add_prompt_settings(t, group);
 }
 

@@ -1,24 +1,14 @@
 #include "retriever/config/matryoshka_settings.h"
 
 #include "retriever/config/train_config.h"
+#include "retriever/files/comma_items.h"
 
 #include <algorithm>
 #include <cmath>
-#include <sstream>
 
 namespace gradcache {
 namespace retriever {
 namespace {
-
-std::vector<std::string> comma_items(const std::string& text) {
-  std::vector<std::string> items;
-  if (text.empty()) return items;
-  std::stringstream in(text);
-  std::string item;
-  while (std::getline(in, item, ',')) items.push_back(item);
-  if (text.back() == ',') items.emplace_back();
-  return items;
-}
 
 // Checks across settings: the weights fit the dims, the dims fit the encoder's width.
 std::string check_matryoshka(const TrainConfig& c) {

@@ -104,6 +104,11 @@ void add_optimisation_settings(Table& t) {
                      "Keep the incomplete last batch of each epoch (default: drop it)")
             .in_group(group)
             .as_switch());
+  t.add(nested_field("no_duplicates", &TrainConfig::training, &TrainingSettings::no_duplicates, "--no-duplicates",
+                     "Batches hold no text twice, as sentence-transformers' NO_DUPLICATES: an example whose query, "
+                     "positive or hard negative is already in the batch goes to a later one")
+            .in_group(group)
+            .as_switch());
 }
 
 void add_machine_settings(Table& t) {

@@ -10,6 +10,7 @@
 #include "retriever/data/data_settings.h"
 #include "retriever/data/text_data.h"
 #include "retriever/model/encoder_defaults.h"
+#include "retriever/model/lora_settings.h"
 #include "retriever/model/trainable_parameters.h"
 #include "retriever/model/tokenizer.h"
 
@@ -68,8 +69,10 @@ struct EncoderSettings {
   bool specb = false;                        ///< SGPT's bracket markers around queries and passages
   std::string train_params;                  ///< --train-params: "" (all), "bias", or a regex over parameter names
   bool freeze_embeddings = false;            ///< --freeze-embeddings
+  LoraSettings lora;                         ///< --lora-rank, --lora-alpha, ..., --adapter
+  Precision base_precision = Precision::fp32;  ///< --base-precision: the frozen weight matrices' type
   PromptSettings prompts() const { return {query_prompt, passage_prompt, model_prompts, specb}; }
-  TrainableParameters trainable() const { return {train_params, freeze_embeddings}; }
+  TrainableParameters trainable() const { return {train_params, freeze_embeddings, lora.enabled()}; }
   /// Which encoder the settings describe.
   bool is_pretrained() const { return !pretrained.empty(); }
   bool is_builtin() const { return pretrained.empty() && torchscript.empty(); }
@@ -94,6 +97,7 @@ struct TrainingSettings {
   double max_grad_norm = 1.0;  ///< 0: no clipping
   uint64_t seed = 42;
   bool keep_last = false;      ///< keep the incomplete last batch of each epoch
+  bool no_duplicates = false;  ///< batches hold no text twice (train/no_duplicates.h)
 };
 
 /// How the run uses the machine.

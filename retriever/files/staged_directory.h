@@ -8,6 +8,7 @@ namespace gradcache {
 namespace retriever {
 
 using ::gradcache::detail::names_dead_process;
+using ::gradcache::detail::remove_dead_processes_entries;
 using ::gradcache::detail::StagedDirectory;
 
 }  // namespace retriever

@@ -1,5 +1,7 @@
 #include "retriever/model/pretrained.h"
 
+#include "retriever/files/comma_items.h"
+
 #include <gradcache/hf/pooling.h>
 #include <gradcache/hf/sentence_transformer_config.h>
 #include <gradcache/hf/transformer.h>
@@ -69,6 +71,14 @@ std::string describe(const PretrainedModel& model) {
   const int64_t dimensions = o.dense().empty() ? hf::pooled_dimension(o.pooling()) : o.dense().back().out_features();
   out += std::string(o.normalize() ? ", normalised" : "") + ", " + std::to_string(dimensions) + " dimensions, up to " + std::to_string(o.max_seq_length()) +
          " tokens";
+  if (model.lora) {
+    std::string targets;
+    for (const auto& target : model.lora->targets()) {
+      targets += targets.empty() ? "" : ",";
+      targets += target;
+    }
+    out += "; LoRA adapters of rank " + std::to_string(model.lora->rank()) + " on " + targets;
+  }
   return out;
 }
 
@@ -82,8 +92,28 @@ LoadedPretrained load_pretrained(const std::string& dir) {
   return loaded;
 }
 
+void add_adapters(LoadedPretrained& loaded, const LoraSettings& s) {
+  if (!s.enabled()) return;
+  hf::TransformerBackbone& transformer = loaded.module->transformer();
+  if (!s.adapter.empty()) {
+    loaded.description.lora = hf::load_lora_adapter(transformer, s.adapter);
+    return;
+  }
+  const std::vector<std::string> targets = comma_items(s.targets);
+  for (const auto& name : targets)
+    if (name.empty()) throw std::invalid_argument("--lora-targets " + s.targets + ": an empty module name");
+  try {
+    loaded.description.lora = hf::add_lora(
+        transformer, hf::LoraOptions(s.rank).alpha(s.alpha > 0 ? s.alpha : static_cast<double>(s.rank)).dropout(s.dropout).targets(targets));
+  } catch (const std::invalid_argument& e) {
+    throw std::invalid_argument("--model-dir " + loaded.description.source + " with --lora-rank " + std::to_string(s.rank) +
+                                (s.targets.empty() ? "" : " --lora-targets " + s.targets) + ": " + e.what());
+  }
+}
+
 hf::SentenceTransformer build_pretrained(const PretrainedModel& description) {
   auto transformer = hf::build_transformer(description.config_json, description.source + "/config.json");
+  if (description.lora) hf::add_lora(*transformer, *description.lora);
   return hf::SentenceTransformer(transformer, description.options);
 }
 
@@ -115,7 +145,13 @@ nlohmann::json to_json(const PretrainedModel& d) {
           {"max_seq_length", o.max_seq_length()},
           {"do_lower_case", o.do_lower_case()},
           {"settings", hf::model_settings_json(o.settings())},
-          {"tokenizer", o.tokenizer() ? nlohmann::json(o.tokenizer()->to_json()) : nlohmann::json(nullptr)}};
+          {"tokenizer", o.tokenizer() ? nlohmann::json(o.tokenizer()->to_json()) : nlohmann::json(nullptr)},
+          {"lora", d.lora ? nlohmann::json{{"rank", d.lora->rank()},
+                                           {"alpha", d.lora->alpha()},
+                                           {"dropout", d.lora->dropout()},
+                                           {"targets", d.lora->targets()},
+                                           {"rslora", d.lora->rslora()}}
+                          : nlohmann::json(nullptr)}};
 }
 
 PretrainedModel pretrained_from_json(const nlohmann::json& j, const std::string& name) {
@@ -133,6 +169,14 @@ PretrainedModel pretrained_from_json(const nlohmann::json& j, const std::string&
     o.max_seq_length(j.at("max_seq_length").get<int64_t>());
     o.do_lower_case(j.at("do_lower_case").get<bool>());
     o.settings(hf::parse_model_settings(j.at("settings").get<std::string>(), what));
+    if (j.contains("lora") && !j.at("lora").is_null()) {  // checkpoints before LoRA have none
+      const auto& l = j.at("lora");
+      d.lora = hf::LoraOptions(l.at("rank").get<int64_t>())
+                   .alpha(l.at("alpha").get<double>())
+                   .dropout(l.at("dropout").get<double>())
+                   .targets(l.at("targets").get<std::vector<std::string>>())
+                   .rslora(l.at("rslora").get<bool>());
+    }
     if (!j.at("tokenizer").is_null()) {
       o.tokenizer(std::make_shared<const hf::Tokenizer>(
           hf::Tokenizer::from_json(j.at("tokenizer").get<std::string>(), what)));

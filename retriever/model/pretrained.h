@@ -3,12 +3,15 @@
 // resumed and exported without the directory), and its prompts as a run uses them.
 #pragma once
 
+#include "retriever/model/lora_settings.h"
 #include "retriever/model/tokenizer.h"
 
+#include <gradcache/hf/lora.h>
 #include <gradcache/hf/sentence_transformer.h>
 
 #include <nlohmann/json.hpp>
 
+#include <optional>
 #include <string>
 
 namespace gradcache {
@@ -21,6 +24,7 @@ struct PretrainedModel {
   std::string source;       ///< the directory it was read from
   std::string config_json;  ///< the transformer's config.json
   hf::SentenceTransformerOptions options;
+  std::optional<hf::LoraOptions> lora;  ///< the LoRA adapters on the transformer, if any (targets resolved)
 };
 
 /// A model directory's description and its module with the pretrained weights (eval mode).
@@ -34,8 +38,14 @@ struct LoadedPretrained {
 /// (include_prompt false). Throws hf::ModelFileError / hf::TokenizerError naming the file otherwise.
 LoadedPretrained load_pretrained(const std::string& dir);
 
-/// The module `description` describes, with freshly initialised weights (a checkpoint's are
-/// then loaded over them).
+/// Adds LoRA adapters to `loaded` (nothing when !settings.enabled()): new ones of settings.rank
+/// (A from the current generator, B zero), or the PEFT directory settings.adapter's; records them
+/// in its description. Throws std::invalid_argument naming the flag (--lora-targets matching no
+/// layer, ...) or hf::ModelFileError naming the adapter's file.
+void add_adapters(LoadedPretrained& loaded, const LoraSettings& settings);
+
+/// The module `description` describes (its LoRA adapters included), with freshly initialised
+/// weights (a checkpoint's are then loaded over them).
 hf::SentenceTransformer build_pretrained(const PretrainedModel& description);
 
 /// The tokenizer of the model: its Hugging Face tokenizer, do_lower_case and max_seq_length.

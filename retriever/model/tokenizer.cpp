@@ -2,6 +2,7 @@
 
 #include "retriever/files/atomic_file.h"
 #include "retriever/launch/stop_signal.h"
+#include "retriever/model/sentencepiece_model_check.h"
 
 #include <dlfcn.h>
 #include <sys/mman.h>
@@ -300,7 +301,12 @@ class Tokenizer::Model {
                                " is empty: retrain the tokenizer or pass a valid .model file");
     }
     std::string error;
-    processor_ = api_.load(bytes.data(), bytes.size(), append_to_string, &error);
+    try {
+      check_sentencepiece_normalizers(bytes);  // what sentencepiece would read out of bounds
+    } catch (const std::runtime_error& broken) {
+      error = broken.what();
+    }
+    if (error.empty()) processor_ = api_.load(bytes.data(), bytes.size(), append_to_string, &error);
     if (processor_ == nullptr) {
       throw std::runtime_error("tokenizer model " + source + " is not a valid sentencepiece model (" + error +
                                "); it may be truncated or another kind of file: retrain the "

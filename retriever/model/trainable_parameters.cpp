@@ -2,6 +2,10 @@
 
 #include "retriever/model/encoders.h"
 
+#include <gradcache/hf/frozen_weights.h>
+#include <gradcache/hf/sentence_transformer.h>
+#include <gradcache/precision.h>
+
 #include <torch/torch.h>
 
 #include <algorithm>
@@ -70,6 +74,7 @@ std::string with_commas(int64_t n) {
 std::string flags_of(const TrainableParameters& selection) {
   std::string flags = selection.pattern.empty() ? "" : "--train-params " + selection.pattern;
   if (selection.freeze_embeddings) flags += std::string(flags.empty() ? "" : " ") + "--freeze-embeddings";
+  if (selection.adapters_only) flags += std::string(flags.empty() ? "" : " ") + "LoRA adapters only";
   return flags;
 }
 
@@ -86,6 +91,7 @@ std::string pattern_error(const std::string& pattern) {
 }
 
 bool trains(const TrainableParameters& selection, const std::string& name, bool embedding) {
+  if (selection.adapters_only) return name.find(".lora_A.") != std::string::npos || name.find(".lora_B.") != std::string::npos;
   if (selection.freeze_embeddings && embedding) return false;
   if (selection.pattern.empty()) return true;
   return std::regex_search(name, std::regex(selection.pattern, std::regex::ECMAScript));
@@ -108,10 +114,20 @@ TrainableCounts select_trainable(BiEncoder& model, const TrainableParameters& se
   return counts;
 }
 
+int64_t hold_frozen_weights(BiEncoder& model, Precision precision) {
+  if (precision == Precision::fp32) return 0;
+  int64_t converted = 0;
+  for (hf::SentenceTransformer encoder : model.pretrained_encoders())  // a holder: the module, not a copy
+    converted += hf::hold_frozen_weights_in(encoder->transformer(), scalar_type(precision));
+  return converted;
+}
+
 std::string describe(const TrainableCounts& counts, const TrainableParameters& selection) {
   const std::string flags = flags_of(selection);
   return with_commas(counts.trained) + " of " + with_commas(counts.trained + counts.frozen) + " parameters train" +
-         (flags.empty() ? "" : " (" + flags + ")");
+         (flags.empty() ? "" : " (" + flags + ")") +
+         (counts.held_narrow > 0 ? "; " + with_commas(counts.held_narrow) + " frozen ones held in bf16 (--base-precision)"
+                                 : "");
 }
 
 }  // namespace retriever

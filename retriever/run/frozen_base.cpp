@@ -29,6 +29,14 @@ uint32_t crc_of(uint32_t crc, const torch::Tensor& t) {
   return crc;
 }
 
+// The type a record's digest is taken in: the held one ("bf16"), or each tensor's own.
+torch::Tensor as_held(const torch::Tensor& t, const std::string& held_in) {
+  if (held_in.empty()) return t;
+  if (held_in == "bf16") return t.to(torch::kBFloat16);
+  throw CheckpointError("a checkpoint's frozen weights were held in \"" + held_in +
+                        "\", which this gradcache does not know: use the gradcache that wrote it");
+}
+
 // The prefix named_state puts before an untied encoder's names.
 std::string unprefixed(const std::string& name, bool tied) {
   if (tied) return name;
@@ -46,7 +54,9 @@ FrozenWeights frozen_weights(const BiEncoder& model, const std::string& base_dir
   std::unordered_set<const void*> frozen_parameters;
   for (const auto& encoder : model.pretrained_encoders()) {
     for (const auto& p : encoder->parameters()) {
-      if (!p.requires_grad()) frozen_parameters.insert(p.unsafeGetTensorImpl());
+      if (p.requires_grad()) continue;
+      frozen_parameters.insert(p.unsafeGetTensorImpl());
+      if (p.scalar_type() == torch::kBFloat16) frozen.held_in = "bf16";  // --base-precision bf16
     }
   }
   if (frozen_parameters.empty()) return frozen;
@@ -55,7 +65,7 @@ FrozenWeights frozen_weights(const BiEncoder& model, const std::string& base_dir
   for (const auto& [name, t] : model.named_state()) {
     if (frozen_parameters.count(t.unsafeGetTensorImpl()) == 0) continue;
     frozen.names.push_back(name);
-    frozen.crc32 = crc_of(frozen.crc32, t);
+    frozen.crc32 = crc_of(frozen.crc32, as_held(t, frozen.held_in));
     frozen.numbers += t.numel();
   }
   return frozen;
@@ -84,7 +94,7 @@ void restore_frozen(BiEncoder& model, const FrozenWeights& frozen, const std::st
       throw CheckpointError(where + ", which has no weight " + name + " of its shape: it is another model");
     }
     it->second.copy_(*from);
-    crc = crc_of(crc, it->second);
+    crc = crc_of(crc, as_held(it->second, frozen.held_in));
   }
   if (crc != frozen.crc32) {
     throw CheckpointError(where + ", whose weights have changed since the run (CRC-32 " + std::to_string(crc) +
@@ -94,7 +104,9 @@ void restore_frozen(BiEncoder& model, const FrozenWeights& frozen, const std::st
 }
 
 nlohmann::json to_json(const FrozenWeights& f) {
-  return {{"base_dir", f.base_dir}, {"names", f.names}, {"crc32", f.crc32}, {"numbers", f.numbers}};
+  nlohmann::json j = {{"base_dir", f.base_dir}, {"names", f.names}, {"crc32", f.crc32}, {"numbers", f.numbers}};
+  if (!f.held_in.empty()) j["held_in"] = f.held_in;
+  return j;
 }
 
 FrozenWeights frozen_from_json(const nlohmann::json& j) {
@@ -103,6 +115,7 @@ FrozenWeights frozen_from_json(const nlohmann::json& j) {
   f.names = j.at("names").get<std::vector<std::string>>();
   f.crc32 = j.at("crc32").get<uint32_t>();
   f.numbers = j.at("numbers").get<int64_t>();
+  f.held_in = j.value("held_in", std::string());
   return f;
 }
 

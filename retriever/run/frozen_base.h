@@ -21,6 +21,10 @@ struct FrozenWeights {
   std::vector<std::string> names;  ///< the model's names (BiEncoder::named_state) of the frozen weights
   uint32_t crc32 = 0;              ///< zlib's CRC-32 over their bytes, in `names`' order
   int64_t numbers = 0;             ///< how many numbers they hold
+  /// "" or "bf16": the run held its frozen matrices in bf16 (--base-precision), and `crc32` is of
+  /// every frozen weight rounded to bf16 (what the run computed with), so the base read again as
+  /// fp32 is checked after the same rounding.
+  std::string held_in;
 };
 
 /// The frozen parameters of a pretrained `model` trained from `base_dir` (none for the built-in

@@ -1,6 +1,7 @@
 #include "retriever/run/run_directory.h"
 
 #include "retriever/files/atomic_file.h"
+#include "retriever/files/scratch.h"
 #include "retriever/files/staged_directory.h"
 
 #include <unistd.h>
@@ -98,7 +99,7 @@ RunDirectory::~RunDirectory() {
 }
 
 std::string RunDirectory::scratch_path(const std::string& name) {
-  scratch_.push_back((fs::temp_directory_path() / ("gradcache-" + std::to_string(::getpid()) + "-" + name)).string());
+  scratch_.push_back(scratch_file_path(name));
   return scratch_.back();
 }
 

@@ -78,10 +78,14 @@ TextEncoder load_run_encoder(const std::string& run, CheckpointInfo* info_out) {
 
 TextEncoder load_pretrained_encoder(const PretrainedSource& s) {
   auto loaded = load_pretrained(s.dir);
+  LoraSettings lora;
+  lora.adapter = s.adapter;
+  add_adapters(loaded, lora);
   const auto& description = loaded.description;
   const int64_t positions = description.options.max_seq_length();
   auto tokenizer = pretrained_tokenizer(description).with_prompts(resolve_prompts(s.prompts(), &description));
   nlohmann::json source = {{"model_dir", fs::absolute(s.dir).lexically_normal().string()}, {"encoder", "pretrained"}};
+  if (!s.adapter.empty()) source["adapter"] = fs::absolute(s.adapter).lexically_normal().string();
   BiEncoder model = BiEncoder::pretrained({loaded.module});
   const bool normalizes = model.normalizes();
   return TextEncoder{std::move(model),

@@ -37,6 +37,7 @@ struct TextEncoder {
 /// --query-max-len, --passage-max-len).
 struct PretrainedSource {
   std::string dir;  ///< "" = none
+  std::string adapter;  ///< a PEFT LoRA adapter directory of the model (--adapter); "" = none
   std::string query_prompt, passage_prompt;
   bool model_prompts = true;
   bool specb = false;                               ///< SGPT's bracket markers

@@ -1,5 +1,6 @@
 #include "retriever/search/bm25.h"
 
+#include "retriever/files/scratch.h"
 #include "retriever/model/encode_all.h"
 
 #include <ATen/ATen.h>
@@ -109,11 +110,7 @@ struct Bm25Index::Impl {
 
 void Bm25Index::Impl::build_temporary(const TextCollection& corpus, const std::string& signature,
                                       const std::function<void()>& announce) {
-  std::string pattern = (fs::temp_directory_path() / "gradcache-bm25-XXXXXX").string();
-  if (!mkdtemp(pattern.data())) {
-    throw std::runtime_error("BM25: cannot create a temporary directory in " + fs::temp_directory_path().string());
-  }
-  path = pattern;
+  path = make_scratch_directory("bm25");
   temporary = true;  // removed with the index, also when the constructor throws
   announce();
   write_database(path, corpus, signature, options.stop);

@@ -1,5 +1,6 @@
 #include "retriever/train/curves.h"
 
+#include "retriever/files/scratch.h"
 #include "retriever/launch/gnuplot.h"
 #include "retriever/launch/stop_signal.h"
 
@@ -171,9 +172,7 @@ bool is_png(const std::string& path) {
 struct ScratchDirectory {
   fs::path path;
   ScratchDirectory() {
-    std::string pattern = (fs::temp_directory_path() / "gradcache-plot-XXXXXX").string();
-    if (!mkdtemp(pattern.data())) throw std::runtime_error("cannot create a temporary directory for gnuplot");
-    path = pattern;
+    path = make_scratch_directory("plot");
   }
   ~ScratchDirectory() {
     std::error_code ignored;

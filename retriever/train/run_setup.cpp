@@ -53,6 +53,8 @@ void TrainingRun::load_pretrained_model() {
     pretrained_description_ = resumed_->pretrained;
   } else if (config_.encoder.is_pretrained()) {
     pretrained_ = load_pretrained(config_.encoder.pretrained);
+    torch::manual_seed(config_.training.seed);  // new adapters' A: the same for every run (and rank) of a seed
+    add_adapters(*pretrained_, config_.encoder.lora);
     pretrained_description_ = pretrained_->description;
     log("pretrained model " + config_.encoder.pretrained + ": " + describe(pretrained_->description));
   }

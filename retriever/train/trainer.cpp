@@ -89,7 +89,7 @@ void TrainingRun::train_loop() {
       break;
     }
     if (order_epoch != progress_state_.epoch) {  // a permutation per epoch, the same on resume
-      order = epoch_order(data_->size(), config_.training.seed, progress_state_.epoch);
+      order = data_->order_of_epoch(progress_state_.epoch, [this](const std::string& text) { log(text); });
       order_epoch = progress_state_.epoch;
     }
     const auto examples = data_->batch_examples(order, progress_state_.batch_in_epoch);

@@ -1,6 +1,7 @@
 #include "retriever/train/training_data.h"
 
 #include "retriever/model/batching.h"
+#include "retriever/train/no_duplicates.h"
 
 #include <gradcache/distributed.h>
 
@@ -152,6 +153,16 @@ void TrainingData::tokenize_training(const TaskData& task) {
       for (const auto& n : ex.negatives) negatives_.back().push_back(passage(n));
     }
   }
+  if (!config_.training.no_duplicates) return;
+  // A query's text id: the row of the passage with the same text, else one past the passages'.
+  std::unordered_map<std::string, int64_t> query_only;
+  for (const auto& ex : task.train) {
+    auto same = passage_row.find(ex.query);
+    query_texts_.push_back(same != passage_row.end()
+                               ? same->second
+                               : query_only.emplace(ex.query, static_cast<int64_t>(passage_row.size() + query_only.size()))
+                                     .first->second);
+  }
 }
 
 std::vector<int64_t> TrainingData::batch_examples(const std::vector<int64_t>& order, int64_t batch_in_epoch) const {
@@ -180,23 +191,48 @@ TokenBatch TrainingData::queries_of(const std::vector<int64_t>& examples, const 
 
 // The passages are drawn from a generator that depends only on (seed, epoch, example): a
 // resumed run draws the same ones.
+std::vector<int64_t> TrainingData::drawn_passages(int64_t e, int64_t epoch) const {
+  std::vector<int64_t> rows;
+  std::mt19937_64 rng(
+      mix_seed(config_.training.seed ^ mix_seed((static_cast<uint64_t>(epoch) << 32) ^ static_cast<uint64_t>(e))));
+  const auto& pos = positives_[e];
+  rows.push_back(pos[rng() % pos.size()]);
+  auto negs = negatives_[e];
+  for (int64_t k = 0; k < config_.batching.negatives; ++k) {
+    if (static_cast<int64_t>(negs.size()) >= config_.batching.negatives) {  // without replacement
+      std::swap(negs[k], negs[k + rng() % (negs.size() - k)]);
+      rows.push_back(negs[k]);
+    } else {  // too few: with replacement, as Tevatron does
+      rows.push_back(negs[rng() % negs.size()]);
+    }
+  }
+  return rows;
+}
+
+std::vector<int64_t> TrainingData::order_of_epoch(int64_t epoch, const std::function<void(const std::string&)>& log) const {
+  std::vector<int64_t> order = epoch_order(size(), config_.training.seed, epoch);
+  if (!config_.training.no_duplicates) return order;
+  OrderWithoutDuplicates rearranged =
+      without_duplicate_texts(order, config_.batching.batch_size, [&](int64_t e) {
+        std::vector<int64_t> texts = drawn_passages(e, epoch);
+        texts.push_back(query_texts_[static_cast<size_t>(e)]);
+        return texts;
+      });
+  std::string told = "epoch " + std::to_string(epoch + 1) + ": --no-duplicates put " +
+                     std::to_string(rearranged.moved) + " examples in a later batch";
+  if (rearranged.batches_with_duplicates > 0)
+    told += "; its last " + std::to_string(rearranged.batches_with_duplicates) +
+            " batches are what was left and may hold a text twice";
+  log(told);
+  return std::move(rearranged.order);
+}
+
 TokenBatch TrainingData::passages_of(const std::vector<int64_t>& examples, int64_t epoch,
                                      const c10::Device& device) const {
   std::vector<int64_t> rows;
   for (auto e : examples) {
-    std::mt19937_64 rng(
-        mix_seed(config_.training.seed ^ mix_seed((static_cast<uint64_t>(epoch) << 32) ^ static_cast<uint64_t>(e))));
-    const auto& pos = positives_[e];
-    rows.push_back(pos[rng() % pos.size()]);
-    auto negs = negatives_[e];
-    for (int64_t k = 0; k < config_.batching.negatives; ++k) {
-      if (static_cast<int64_t>(negs.size()) >= config_.batching.negatives) {  // without replacement
-        std::swap(negs[k], negs[k + rng() % (negs.size() - k)]);
-        rows.push_back(negs[k]);
-      } else {  // too few: with replacement, as Tevatron does
-        rows.push_back(negs[rng() % negs.size()]);
-      }
-    }
+    const std::vector<int64_t> drawn = drawn_passages(e, epoch);
+    rows.insert(rows.end(), drawn.begin(), drawn.end());
   }
   auto batch = pad_batch(passage_tokens_, rows);
   for (auto& [name, t] : batch) t = t.to(device);

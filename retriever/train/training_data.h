@@ -62,6 +62,11 @@ class TrainingData {
   /// The evaluation set's texts (for the BM25 baseline), when there is one.
   const std::optional<EvalData>& eval_texts() const { return eval_texts_; }
 
+  /// The order of `epoch`'s examples: epoch_order, rearranged by --no-duplicates
+  /// (without_duplicate_texts over each example's query and the passages passages_of draws for
+  /// it in that epoch). The same for every rank and on resume. `log` hears what was moved.
+  std::vector<int64_t> order_of_epoch(int64_t epoch, const std::function<void(const std::string&)>& log) const;
+
   /// This process's examples of batch `batch_in_epoch` of an epoch in `order`: ordered by
   /// query length (less padding per chunk) unless in accumulate mode, where the order
   /// decides which examples share a sub-batch.
@@ -77,6 +82,8 @@ class TrainingData {
   void read_or_train_tokenizer(const TaskData& task, const TokenizerSource& source,
                                const std::function<void(const std::string&)>& log);
   void tokenize_training(const TaskData& task);
+  /// Example e's passage rows in `epoch`: a positive, then --negatives hard negatives.
+  std::vector<int64_t> drawn_passages(int64_t e, int64_t epoch) const;
 
   const TrainConfig& config_;
   BatchShare share_;
@@ -85,6 +92,7 @@ class TrainingData {
   std::optional<EvalData> eval_texts_;
   std::vector<std::vector<int64_t>> query_tokens_, passage_tokens_;
   std::vector<std::vector<int64_t>> positives_, negatives_;  // per example: passage rows
+  std::vector<int64_t> query_texts_;  // --no-duplicates: each query's text id (a passage's row if the same text)
 };
 
 }  // namespace retriever

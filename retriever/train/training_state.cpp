@@ -69,6 +69,7 @@ TrainingModel::TrainingModel(const TrainConfig& config, const c10::Device& devic
   model_->to(device);
   model_->train(true);
   trainable_ = select_trainable(*model_, config.encoder.trainable());  // before the optimizer: it holds what trains
+  trainable_.held_narrow = hold_frozen_weights(*model_, config.encoder.base_precision);  // what is frozen, now known
   // Every rank starts from the same weights (same seed); dropout then draws per rank.
   if (group && !resume.info) torch::manual_seed(mix_seed(config.training.seed ^ mix_seed(static_cast<uint64_t>(rank))));
   optimizer_ = std::make_unique<torch::optim::AdamW>(

@@ -43,9 +43,12 @@ std::string StagedDirectory::path(const std::string& name) const { return (fs::p
 void StagedDirectory::remove_stale_partials() const {
   const fs::path target(target_);
   const fs::path parent = target.has_parent_path() ? target.parent_path() : fs::path(".");
-  const std::string prefix = target.filename().string() + ".partial-";
+  remove_dead_processes_entries(parent.string(), target.filename().string() + ".partial-");
+}
+
+void remove_dead_processes_entries(const std::string& dir, const std::string& prefix) {
   std::error_code error;
-  for (fs::directory_iterator it(parent, error), end; !error && it != end; it.increment(error)) {
+  for (fs::directory_iterator it(dir, error), end; !error && it != end; it.increment(error)) {
     if (!names_dead_process(it->path().filename().string(), prefix)) continue;
     std::error_code ignored;
     fs::remove_all(it->path(), ignored);
@@ -54,7 +57,7 @@ void StagedDirectory::remove_stale_partials() const {
 
 bool names_dead_process(const std::string& name, const std::string& prefix) {
   if (name.rfind(prefix, 0) != 0) return false;
-  const std::string pid = name.substr(prefix.size());
+  const std::string pid = name.substr(prefix.size(), name.find('-', prefix.size()) - prefix.size());
   if (pid.empty() || pid.find_first_not_of("0123456789") != std::string::npos || pid.size() > 9) return false;
   return ::kill(static_cast<pid_t>(std::stol(pid)), 0) != 0 && errno == ESRCH;
 }

@@ -50,9 +50,14 @@ class StagedDirectory {
   bool committed_ = false;
 };
 
-/// Whether `name` is "<prefix><pid>" for a process that no longer exists: a leftover of a
-/// killed command, which no destructor removed (a live process's is a concurrent command's).
+/// Whether `name` is "<prefix><pid>" or "<prefix><pid>-<anything>" for a process that no longer
+/// exists: a leftover of a killed command, which no destructor removed (a live process's is a
+/// concurrent command's).
 bool names_dead_process(const std::string& name, const std::string& prefix);
+
+/// Removes (recursively) the entries of `dir` that names_dead_process(name, prefix) calls a dead
+/// process's. Errors are ignored: a leftover that cannot go is only space.
+void remove_dead_processes_entries(const std::string& dir, const std::string& prefix);
 
 }  // namespace detail
 }  // namespace gradcache

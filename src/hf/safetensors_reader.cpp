@@ -125,31 +125,26 @@ void check_tiling(std::vector<SafetensorsEntry>& entries, uint64_t data_size, co
 
 using ReadAt = std::function<void(uint64_t offset, void* destination, size_t size)>;
 
+at::Tensor read_tensor(const SafetensorsEntry& entry, uint64_t data_offset, const ReadAt& read_at, const std::string& file) {
+  at::Tensor tensor = at::empty(entry.shape, at::TensorOptions().dtype(entry.scalar_type));
+  const size_t bytes = static_cast<size_t>(entry.end - entry.begin);
+  if (bytes > 0) read_at(data_offset + entry.begin, tensor.data_ptr(), bytes);
+  if (entry.scalar_type == at::kBool) {  // a bool byte other than 0 or 1 is undefined behaviour in C++
+    const auto* data = static_cast<const unsigned char*>(tensor.data_ptr());
+    if (std::any_of(data, data + bytes, [](unsigned char b) { return b > 1; }))
+      throw ModelFileError(file, tensor_label(entry.name) + ": BOOL data holds bytes other than 0 and 1");
+  }
+  return tensor;
+}
+
 SafetensorsContents read_tensors(const SafetensorsHeader& header, const ReadAt& read_at, const std::string& file) {
   SafetensorsContents contents;
   contents.metadata = header.metadata;
   contents.tensors.reserve(header.entries.size());
-  for (const SafetensorsEntry& entry : header.entries) {
-    at::Tensor tensor = at::empty(entry.shape, at::TensorOptions().dtype(entry.scalar_type));
-    const size_t bytes = static_cast<size_t>(entry.end - entry.begin);
-    if (bytes > 0) read_at(header.data_offset + entry.begin, tensor.data_ptr(), bytes);
-    if (entry.scalar_type == at::kBool) {  // a bool byte other than 0 or 1 is undefined behaviour in C++
-      const auto* data = static_cast<const unsigned char*>(tensor.data_ptr());
-      if (std::any_of(data, data + bytes, [](unsigned char b) { return b > 1; }))
-        throw ModelFileError(file, tensor_label(entry.name) + ": BOOL data holds bytes other than 0 and 1");
-    }
-    contents.tensors.emplace_back(entry.name, std::move(tensor));
-  }
+  for (const SafetensorsEntry& entry : header.entries)
+    contents.tensors.emplace_back(entry.name, read_tensor(entry, header.data_offset, read_at, file));
   return contents;
 }
-
-// A file descriptor closed on every path out.
-struct FileDescriptor {
-  int fd;
-  ~FileDescriptor() {
-    if (fd >= 0) ::close(fd);
-  }
-};
 
 void read_exactly(int fd, uint64_t offset, void* destination, size_t size, const std::string& path) {
   auto* out = static_cast<char*>(destination);
@@ -213,26 +208,54 @@ SafetensorsContents read_safetensors_bytes(std::string_view bytes, const std::st
       name);
 }
 
-SafetensorsContents read_safetensors(const std::string& path) {
-  FileDescriptor file{::open(path.c_str(), O_RDONLY | O_CLOEXEC)};
-  if (file.fd < 0) throw ModelFileError(path, std::string("cannot open: ") + std::strerror(errno));
+SafetensorsFile::SafetensorsFile(const std::string& path) : path_(path) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) throw ModelFileError(path, std::string("cannot open: ") + std::strerror(errno));
+  fd_ = std::shared_ptr<const int>(new int(fd), [](const int* descriptor) {
+    ::close(*descriptor);
+    delete descriptor;
+  });
   struct stat status {};
-  if (::fstat(file.fd, &status) != 0 || !S_ISREG(status.st_mode)) throw ModelFileError(path, "not a regular file");
+  if (::fstat(fd, &status) != 0 || !S_ISREG(status.st_mode)) throw ModelFileError(path, "not a regular file");
   const auto file_size = static_cast<uint64_t>(status.st_size);
   std::string prefix(static_cast<size_t>(std::min<uint64_t>(file_size, 8)), '\0');
-  read_exactly(file.fd, 0, prefix.data(), prefix.size(), path);
+  read_exactly(fd, 0, prefix.data(), prefix.size(), path);
   if (file_size >= 8) {
     // The length is checked against the limit and the file before the header is read.
     const uint64_t header_size = little_endian_u64(prefix.data());
     if (header_size <= std::min(kMaxSafetensorsHeader, file_size - 8)) {
       prefix.resize(static_cast<size_t>(8 + header_size));
-      read_exactly(file.fd, 8, prefix.data() + 8, static_cast<size_t>(header_size), path);
+      read_exactly(fd, 8, prefix.data() + 8, static_cast<size_t>(header_size), path);
     }
   }
-  const SafetensorsHeader header = parse_safetensors_header(prefix, file_size, path);
-  return read_tensors(
-      header, [&](uint64_t offset, void* destination, size_t size) { read_exactly(file.fd, offset, destination, size, path); },
-      path);
+  header_ = std::make_shared<const SafetensorsHeader>(parse_safetensors_header(prefix, file_size, path));
+}
+
+at::Tensor SafetensorsFile::read(const SafetensorsEntry& entry) const {
+  const int fd = *fd_;
+  return read_tensor(
+      entry, header_->data_offset,
+      [&](uint64_t offset, void* destination, size_t size) { read_exactly(fd, offset, destination, size, path_); }, path_);
+}
+
+void SafetensorsFile::read_into(const SafetensorsEntry& entry, at::Tensor& destination) const {
+  TORCH_CHECK(destination.device().is_cpu() && destination.sizes() == c10::IntArrayRef(entry.shape),
+              "SafetensorsFile::read_into: a CPU tensor of the entry's shape is needed");
+  if (destination.scalar_type() != entry.scalar_type || !destination.is_contiguous() || entry.scalar_type == at::kBool) {
+    destination.copy_(read(entry));
+    return;
+  }
+  const size_t bytes = static_cast<size_t>(entry.end - entry.begin);
+  if (bytes > 0) read_exactly(*fd_, header_->data_offset + entry.begin, destination.data_ptr(), bytes, path_);
+}
+
+SafetensorsContents read_safetensors(const std::string& path) {
+  const SafetensorsFile file(path);
+  SafetensorsContents contents;
+  contents.metadata = file.header().metadata;
+  contents.tensors.reserve(file.header().entries.size());
+  for (const SafetensorsEntry& entry : file.header().entries) contents.tensors.emplace_back(entry.name, file.read(entry));
+  return contents;
 }
 
 }  // namespace hf

@@ -15,6 +15,7 @@
 #include <filesystem>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <sstream>
 #include <stdexcept>
 
@@ -139,38 +140,43 @@ int64_t count_parameters(const std::string& config_text, const std::string& conf
   return parameters;
 }
 
-void load_weights(TransformerBackbone& model, const NamedTensors& checkpoint, const std::string& file) {
-  std::map<std::string, const at::Tensor*> by_name;
-  for (const auto& [name, tensor] : checkpoint) by_name[name] = &tensor;
+void load_weights(TransformerBackbone& model, const StoredWeights& weights) {
+  const std::string& file = weights.file();
   const std::string prefix = model.checkpoint_prefix();
-  auto lookup = [&](const std::string& name) -> const at::Tensor* {
+  auto lookup = [&](const std::string& name) -> std::optional<std::string> {
     for (const std::string& key : {name, prefix + name}) {
-      auto it = by_name.find(key);
-      if (it != by_name.end()) return it->second;
+      if (weights.find(key) != nullptr) return key;
     }
-    return nullptr;
+    return std::nullopt;
   };
   if (model.has_pooler()) {
     bool any = false;
     for (const auto& item : model.named_parameters()) any = any || (item.key().rfind("pooler.", 0) == 0 && lookup(item.key()));
     if (!any) model.remove_pooler();
   }
-  c10::NoGradGuard no_grad;
+  // Every tensor is checked before the first is read: a wrong file fails fast, and whole.
+  std::vector<std::pair<at::Tensor, std::string>> sources;
   for (auto& item : model.named_parameters()) {
     const std::string& name = item.key();
-    at::Tensor& parameter = item.value();
-    const at::Tensor* stored = lookup(name);
-    if (stored == nullptr)
+    const std::optional<std::string> key = lookup(name);
+    if (!key)
       throw ModelFileError(file, "has no tensor " + detail::quoted(name) + " (nor " + detail::quoted(prefix + name) + "), which a " +
                                      model.model_type() + " model of this config.json has; is it another architecture's checkpoint?");
-    if (stored->sizes() != parameter.sizes())
-      throw ModelFileError(file, "tensor " + detail::quoted(name) + " has shape " + shape_text(stored->sizes()) +
-                                     " but config.json gives the model " + shape_text(parameter.sizes()));
-    if (!stored->is_floating_point())
-      throw ModelFileError(file, "tensor " + detail::quoted(name) + " holds " + std::string(c10::toString(stored->scalar_type())) +
+    const StoredWeights::Description& stored = *weights.find(*key);
+    if (c10::IntArrayRef(stored.shape) != item.value().sizes())
+      throw ModelFileError(file, "tensor " + detail::quoted(name) + " has shape " + shape_text(stored.shape) +
+                                     " but config.json gives the model " + shape_text(item.value().sizes()));
+    if (!c10::isFloatingType(stored.dtype))
+      throw ModelFileError(file, "tensor " + detail::quoted(name) + " holds " + std::string(c10::toString(stored.dtype)) +
                                      ", not floating-point weights");
-    parameter.copy_(*stored);
+    sources.emplace_back(item.value(), *key);
   }
+  c10::NoGradGuard no_grad;
+  for (auto& [parameter, key] : sources) weights.read_into(key, parameter);  // no copy of the file beside the model
+}
+
+void load_weights(TransformerBackbone& model, const NamedTensors& checkpoint, const std::string& file) {
+  load_weights(model, StoredWeights(checkpoint, file));
 }
 
 std::shared_ptr<TransformerBackbone> load_transformer(const std::string& dir) {
@@ -179,18 +185,16 @@ std::shared_ptr<TransformerBackbone> load_transformer(const std::string& dir) {
   const std::string config_file = (fs::path(dir) / "config.json").string();
   const std::string config_text = detail::read_text_file(config_file);
   const detail::ReadConfig config = read_config(config_text, config_file);  // the one parse
-  std::string weights_file;
-  const NamedTensors weights = read_weights(dir, &weights_file);
+  const StoredWeights weights = StoredWeights::open(dir);  // headers only: tensors are read into the model
   if (config.parameters >= 0) {
-    int64_t held = 0;
-    for (const auto& entry : weights) held += entry.second.is_floating_point() ? entry.second.numel() : 0;
+    const int64_t held = weights.floating_point_elements();
     if (config.parameters > held)
       throw ModelFileError(config_file, "describes a model of " + std::to_string(config.parameters) + " weights but " +
-                                            weights_file + " holds " + std::to_string(held) +
+                                            weights.file() + " holds " + std::to_string(held) +
                                             ": the config and the weights disagree");
   }
   std::shared_ptr<TransformerBackbone> model = config.build();
-  load_weights(*model, weights, weights_file);
+  load_weights(*model, weights);
   model->eval();
   return model;
 }

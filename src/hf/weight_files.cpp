@@ -1,4 +1,5 @@
 // Finding and reading the weight files of a Hugging Face model directory.
+#include <gradcache/hf/stored_weights.h>
 #include <gradcache/hf/transformer.h>
 
 #include "hf/model_json.h"
@@ -26,7 +27,8 @@ std::string first_line_ascii(const std::string& message) {
   return out.size() > 300 ? out.substr(0, 300) + "..." : out;
 }
 
-NamedTensors read_sharded(const std::string& index_file, const std::string& dir) {
+// The shard files model.safetensors.index.json names (each once, in name order).
+std::set<std::string> shard_files(const std::string& index_file) {
   const detail::Json index = detail::parse_json(detail::read_text_file(index_file), index_file);
   detail::require_object(index, index_file);
   auto map = index.find("weight_map");
@@ -38,12 +40,7 @@ NamedTensors read_sharded(const std::string& index_file, const std::string& dir)
       throw ModelFileError(index_file, "\"weight_map\" entry " + detail::quoted(item.key()) + " must name a file of the directory");
     shards.insert(shard);
   }
-  NamedTensors all;
-  for (const std::string& shard : shards) {
-    SafetensorsContents contents = read_safetensors((fs::path(dir) / shard).string());
-    for (auto& entry : contents.tensors) all.push_back(std::move(entry));
-  }
-  return all;
+  return shards;
 }
 
 }  // namespace
@@ -78,17 +75,91 @@ NamedTensors read_pytorch_bin(const std::string& path) {
   return tensors;
 }
 
-NamedTensors read_weights(const std::string& dir, std::string* file_out) {
+/// A stored tensor: in an open safetensors file, or in memory.
+struct StoredWeights::Stored {
+  Description description;
+  std::shared_ptr<const SafetensorsFile> file;
+  const SafetensorsEntry* entry = nullptr;  ///< in file->header()
+  at::Tensor tensor;                        ///< when in memory
+};
+
+StoredWeights::StoredWeights(const NamedTensors& tensors, std::string file) : file_(std::move(file)) {
+  stored_ = std::make_shared<std::map<std::string, Stored>>();
+  for (const auto& [name, tensor] : tensors) {
+    Stored stored;
+    stored.description = {tensor.scalar_type(), tensor.sizes().vec()};
+    stored.tensor = tensor;
+    add(name, std::move(stored));
+  }
+}
+
+void StoredWeights::add(const std::string& name, Stored stored) {
+  if (!stored_->emplace(name, std::move(stored)).second)
+    throw ModelFileError(file_, "holds the tensor " + detail::quoted(name) + " twice (in two shards?)");
+  order_.push_back(name);
+}
+
+StoredWeights StoredWeights::open(const std::string& dir) {
   const fs::path root(dir);
   for (const char* name : {"model.safetensors", "model.safetensors.index.json", "pytorch_model.bin"}) {
     const std::string path = (root / name).string();
     if (!fs::exists(path)) continue;
-    if (file_out != nullptr) *file_out = path;
-    if (name == std::string("model.safetensors")) return read_safetensors(path).tensors;
-    if (name == std::string("pytorch_model.bin")) return read_pytorch_bin(path);
-    return read_sharded(path, dir);
+    if (name == std::string("pytorch_model.bin")) return StoredWeights(read_pytorch_bin(path), path);
+    const bool sharded = name == std::string("model.safetensors.index.json");
+    StoredWeights weights;
+    weights.file_ = path;
+    weights.stored_ = std::make_shared<std::map<std::string, Stored>>();
+    for (const std::string& shard : sharded ? shard_files(path) : std::set<std::string>{name}) {
+      auto file = std::make_shared<const SafetensorsFile>((root / shard).string());
+      for (const SafetensorsEntry& entry : file->header().entries)
+        weights.add(entry.name, Stored{{entry.scalar_type, entry.shape}, file, &entry, {}});
+    }
+    return weights;
   }
   throw ModelFileError(dir, "has no weights: model.safetensors, model.safetensors.index.json or pytorch_model.bin");
+}
+
+const StoredWeights::Description* StoredWeights::find(const std::string& name) const {
+  auto it = stored_->find(name);
+  return it == stored_->end() ? nullptr : &it->second.description;
+}
+
+at::Tensor StoredWeights::read(const std::string& name) const {
+  const Stored& stored = stored_->at(name);
+  return stored.file ? stored.file->read(*stored.entry) : stored.tensor;
+}
+
+void StoredWeights::read_into(const std::string& name, at::Tensor& destination) const {
+  const Stored& stored = stored_->at(name);
+  if (stored.file) {
+    stored.file->read_into(*stored.entry, destination);
+  } else {
+    destination.copy_(stored.tensor);
+  }
+}
+
+int64_t StoredWeights::floating_point_elements() const {
+  int64_t count = 0;
+  for (const auto& [name, stored] : *stored_) {
+    if (!c10::isFloatingType(stored.description.dtype)) continue;
+    int64_t elements = 1;
+    for (const int64_t size : stored.description.shape) elements *= size;
+    count += elements;
+  }
+  return count;
+}
+
+NamedTensors StoredWeights::read_all() const {
+  NamedTensors tensors;
+  tensors.reserve(order_.size());
+  for (const std::string& name : order_) tensors.emplace_back(name, read(name));
+  return tensors;
+}
+
+NamedTensors read_weights(const std::string& dir, std::string* file_out) {
+  const StoredWeights weights = StoredWeights::open(dir);
+  if (file_out != nullptr) *file_out = weights.file();
+  return weights.read_all();
 }
 
 }  // namespace hf

@@ -4,7 +4,8 @@
 # tokenizer; decoders pad on the left and pool the last token) are trained (cache, dropout on),
 # evaluated, exported, encoded and mined with; each export loads in Python's SentenceTransformer and encodes
 # as `gradcache encode` did. One decoder and one encoder also train in the other modes and
-# precisions, untied and on two processes. eval says which architecture, tokenizer and pooling
+# precisions, untied and on two processes; both train LoRA adapters, exported as PEFT's directory
+# and merged. eval says which architecture, tokenizer and pooling
 # it read. SKIPPED (77) without the references (the hf.architectures fixture) or sentence-transformers.
 # Usage: architectures_test.sh GRADCACHE_BINARY WORK_DIR ARCHITECTURES_DIR
 set -uo pipefail
@@ -130,6 +131,60 @@ grep -q 'has no token for "\["' "$work/x.err" || fail "--specb without brackets:
 expect_status 1 $? "train --specb without --model-dir"
 grep -q "give --model-dir, or drop --specb" "$work/x.err" || fail "train --specb alone: $(cat "$work/x.err")"
 
+# LoRA (issue 39) on a decoder and an encoder: the adapters alone train (LoRA dropout on); export
+# writes PEFT's directory by default and, with --merge, a plain sentence-transformers one; the
+# adapter loaded back with --adapter encodes as the run does; both load in Python below.
+lora_names=()
+for name in qwen3 bert; do
+  "$bin" train --model-dir "$models/$name/st" --train-file "$work/train.tsv" --batch-size 16 --chunk-size 4 --lr 1e-2 \
+    --lora-rank 4 --lora-alpha 8 --lora-dropout 0.1 --steps 3 --eval false --output "$work/run_lora_$name" \
+    >"$work/lora_$name.out" 2>"$work/lora_$name.err"
+  expect_status 0 $? "train --lora-rank ($name)"
+  grep -q "LoRA adapters of rank 4 on " "$work/lora_$name.err" || fail "LoRA ($name): the log does not say so: $(tail -3 "$work/lora_$name.err")"
+  grep -q "parameters train (LoRA adapters only)" "$work/lora_$name.err" || fail "LoRA ($name): $(tail -3 "$work/lora_$name.err")"
+  "$bin" export --run "$work/run_lora_$name" --output "$work/peft_$name" 2>"$work/export_peft_$name.err"
+  expect_status 0 $? "export of a LoRA run ($name)"
+  [ -f "$work/peft_$name/adapter_config.json" ] && [ -f "$work/peft_$name/adapter_model.safetensors" ] ||
+    fail "export of a LoRA run wrote no PEFT directory: $(ls "$work/peft_$name")"
+  "$bin" export --run "$work/run_lora_$name" --merge --output "$work/st_lora_$name" 2>"$work/export_merged_$name.err"
+  expect_status 0 $? "export --merge ($name)"
+  "$bin" encode --run "$work/run_lora_$name" --corpus "$work/corpus.tsv" --output "$work/emb_lora_$name" 2>/dev/null
+  expect_status 0 $? "encode --run of a LoRA run ($name)"
+  "$bin" encode --model-dir "$models/$name/st" --adapter "$work/peft_$name" --corpus "$work/corpus.tsv" \
+    --output "$work/emb_adapter_$name" 2>/dev/null
+  expect_status 0 $? "encode --model-dir --adapter ($name)"
+  cmp -s "$work/emb_lora_$name/$(ls "$work/emb_lora_$name" | grep -m1 npy)" \
+    "$work/emb_adapter_$name/$(ls "$work/emb_adapter_$name" | grep -m1 npy)" ||
+    fail "LoRA ($name): --adapter of the exported directory does not encode as the run"
+  lora_names+=("lora_$name")
+done
+# Training continues from the exported adapter (--adapter), on a base held in bf16.
+"$bin" train --model-dir "$models/qwen3/st" --adapter "$work/peft_qwen3" --base-precision bf16 --train-file "$work/train.tsv" \
+  --batch-size 16 --chunk-size 4 --steps 2 --eval false --output "$work/run_adapter" >/dev/null 2>"$work/adapter.err"
+expect_status 0 $? "train --adapter --base-precision bf16"
+grep -q "LoRA adapters of rank 4 on " "$work/adapter.err" || fail "train --adapter: $(tail -3 "$work/adapter.err")"
+grep -q "frozen ones held in bf16 (--base-precision)" "$work/adapter.err" || fail "--base-precision bf16: $(tail -3 "$work/adapter.err")"
+"$bin" train --model-dir "$models/qwen3/st" --adapter "$work/peft_qwen3" --lora-rank 8 --train-file "$work/train.tsv" \
+  --steps 1 --output "$work/x" 2>"$work/x.err"
+expect_status 1 $? "--adapter with --lora-rank"
+grep -q "adapter_config.json gives the rank" "$work/x.err" || fail "--adapter with --lora-rank: $(cat "$work/x.err")"
+"$bin" train --model-dir "$models/qwen3/st" --base-precision bf16 --train-file "$work/train.tsv" \
+  --steps 1 --output "$work/x" 2>"$work/x.err"
+expect_status 1 $? "--base-precision bf16 with every weight training"
+grep -q "but every weight trains" "$work/x.err" || fail "--base-precision bf16 alone: $(cat "$work/x.err")"
+"$bin" export --run "$work/run_qwen3" --format peft --output "$work/x" 2>"$work/x.err"
+expect_status 1 $? "export --format peft of a run without LoRA"
+grep -q "trained no LoRA adapters" "$work/x.err" || fail "export --format peft without LoRA: $(cat "$work/x.err")"
+"$bin" train --model-dir "$models/bert/st" --lora-rank 4 --lora-targets nothing_here --train-file "$work/train.tsv" \
+  --steps 1 --output "$work/x" 2>"$work/x.err"
+expect_status 1 $? "--lora-targets that match nothing"
+grep -q "match no linear layer of this bert model; its linear layers are named dense, key, query, value" "$work/x.err" ||
+  fail "--lora-targets matching nothing: $(cat "$work/x.err")"
+"$bin" train --model-dir "$models/bert/st" --lora-rank 4 --train-params bias --train-file "$work/train.tsv" \
+  --steps 1 --output "$work/x" 2>"$work/x.err"
+expect_status 1 $? "--lora-rank with --train-params"
+grep -q "with LoRA only the adapters train" "$work/x.err" || fail "--lora-rank with --train-params: $(cat "$work/x.err")"
+
 # Python: each export loads in SentenceTransformer and encodes the corpus as `gradcache encode` did.
 cat >"$work/check.py" <<'PY'
 import json, sys
@@ -150,8 +205,31 @@ for name in names:
     assert worst <= 2e-6, f"{name}: max difference {worst}"
     print(f"{name}: the export encodes as gradcache encode (max difference {worst:.2e})")
 PY
-"$python" "$work/check.py" "$work" "${names[@]}" >"$work/python.out" 2>"$work/python.err" ||
+# The PEFT directories, loaded onto the base model by sentence-transformers (PEFT underneath).
+cat >"$work/check_peft.py" <<'PY'
+import json, sys
+import numpy
+from sentence_transformers import SentenceTransformer
+work, models, names = sys.argv[1], sys.argv[2], sys.argv[3:]
+texts = dict(line.rstrip("\n").split("\t", 1) for line in open(f"{work}/corpus.tsv", encoding="utf-8"))
+for name in names:
+    model = SentenceTransformer(f"{models}/{name}/st", device="cpu")
+    model.load_adapter(f"{work}/peft_{name}")
+    manifest = json.load(open(f"{work}/emb_lora_{name}/manifest.json"))
+    worst = 0.0
+    for shard in manifest["shards"]:
+        stored = numpy.load(f"{work}/emb_lora_{name}/{shard['embeddings']}")
+        ids = open(f"{work}/emb_lora_{name}/{shard['ids']}", encoding="utf-8").read().split("\n")[:-1]
+        theirs = model.encode([texts[i] for i in ids], batch_size=7, convert_to_numpy=True)
+        worst = max(worst, float(numpy.abs(theirs - stored).max()))
+    assert worst <= 2e-6, f"{name}: the PEFT adapter encodes differently (max difference {worst})"
+    print(f"{name}: the PEFT adapter, loaded onto the base, encodes as gradcache encode (max difference {worst:.2e})")
+PY
+"$python" "$work/check_peft.py" "$work" "$models" qwen3 bert >"$work/peft.out" 2>"$work/peft.err" ||
+  fail "PEFT check: $(tail -3 "$work/peft.err")"
+cat "$work/peft.out"
+"$python" "$work/check.py" "$work" "${names[@]}" "${lora_names[@]}" >"$work/python.out" 2>"$work/python.err" ||
   fail "Python check: $(tail -3 "$work/python.err")"
 cat "$work/python.out"
 cat "$work/sgpt.out"
-echo "architectures: ${names[*]}: train, export, encode = SentenceTransformer.encode; 12 mode/precision runs; --specb"
+echo "architectures: ${names[*]}: train, export, encode = SentenceTransformer.encode; 12 mode/precision runs; --specb; LoRA (qwen3, bert): PEFT directory and --merge"

@@ -46,6 +46,10 @@ setup_ms=$(python3 -c 'import json, sys; print(max(1, int(sys.argv[1]) - int(100
 # the tokenizer, the data, the model) or the first step. Without a checkpoint yet, the run
 # starts afresh, as a user would.
 run="$work/killed"
+# The runs' scratch files (a tokenizer being trained) go here; a killed run's is left behind,
+# and the next run removes it.
+export TMPDIR="$work/tmp"
+mkdir -p "$TMPDIR"
 lines_written() { cat "$run/metrics.jsonl" 2>/dev/null | wc -l; }
 resume_flag() { [ -f "$run/checkpoint.pt" ] && echo --resume; }
 for i in $(seq $kills); do
@@ -66,6 +70,8 @@ for i in $(seq $kills); do
 done
 "${train[@]}" --save-every 1 --output "$run" $(resume_flag) >"$work/final.log" 2>&1 ||
   fail "the last --resume failed: $(tail -3 "$work/final.log")"
+[ -z "$(ls -A "$TMPDIR")" ] || fail "the killed runs left scratch files: $(ls -A "$TMPDIR")"
+unset TMPDIR
 
 "$compare" "$work/reference/checkpoint.pt" "$run/checkpoint.pt" || fail "the resumed run is not the reference's"
 python3 - "$work/reference/metrics.jsonl" "$run/metrics.jsonl" <<'EOF' || fail "the metrics differ (see above)"

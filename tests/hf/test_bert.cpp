@@ -173,6 +173,52 @@ TEST(Bert, LoadsPrefixedCheckpointsAndOnesWithoutPooler) {
   EXPECT_THROW(hf::pooler_output(headless->forward(batch)), std::invalid_argument);
 }
 
+TEST(Bert, ShardedAndBf16FilesLoadOneTensorAtATime) {
+  // model.safetensors.index.json over two shards (one of them bf16): StoredWeights opens both,
+  // describes every tensor from the headers, and the model loads what a whole read gives.
+  auto reference = hf::load_transformer(hftest::tiny_model_dir());
+  const auto weights = hf::read_safetensors(hftest::tiny_model_dir() + "/model.safetensors").tensors;
+  const std::string dir = hftest::scratch_dir();
+  hftest::fs::copy_file(hftest::tiny_model_dir() + "/config.json", dir + "/config.json");
+  hf::NamedTensors first, second;
+  nlohmann::json map;
+  for (size_t i = 0; i < weights.size(); ++i) {
+    const bool in_first = i % 2 == 0;
+    (in_first ? first : second).emplace_back(weights[i].first, in_first ? weights[i].second : weights[i].second.to(torch::kBFloat16));
+    map[weights[i].first] = in_first ? "a.safetensors" : "b.safetensors";
+  }
+  hf::save_safetensors(dir + "/a.safetensors", first);
+  hf::save_safetensors(dir + "/b.safetensors", second);
+  hftest::write_text(dir + "/model.safetensors.index.json", nlohmann::json{{"weight_map", map}}.dump());
+
+  const hf::StoredWeights stored = hf::StoredWeights::open(dir);
+  EXPECT_EQ(stored.file(), dir + "/model.safetensors.index.json");
+  int64_t elements = 0;
+  for (const auto& [name, tensor] : weights) elements += tensor.numel();
+  EXPECT_EQ(stored.floating_point_elements(), elements);
+  const std::string& bf16_name = second.front().first;
+  ASSERT_NE(stored.find(bf16_name), nullptr);
+  EXPECT_EQ(stored.find(bf16_name)->dtype, torch::kBFloat16);
+  EXPECT_TRUE(torch::equal(stored.read(bf16_name), second.front().second));
+  EXPECT_EQ(stored.find("no such tensor"), nullptr);
+
+  auto model = hf::load_transformer(dir);
+  const auto parameters = model->named_parameters();
+  for (const auto& [name, tensor] : first) EXPECT_TRUE(torch::equal(parameters[name], tensor)) << name;
+  for (const auto& [name, tensor] : second) {
+    EXPECT_EQ(parameters[name].scalar_type(), torch::kFloat) << name;
+    EXPECT_TRUE(torch::equal(parameters[name], tensor.to(torch::kFloat))) << name;
+  }
+  EXPECT_EQ(hf::read_weights(dir).size(), weights.size());
+
+  // A tensor in both shards is refused, naming it.
+  second.push_back(first.front());
+  hf::save_safetensors(dir + "/b.safetensors", second);
+  EXPECT_NE(model_file_error([&] { hf::load_transformer(dir); })
+                .find("holds the tensor \"" + first.front().first + "\" twice"),
+            std::string::npos);
+}
+
 TEST(Bert, BadInputsAreCallerErrors) {
   auto model = hf::load_transformer(hftest::tiny_model_dir());
   const auto ids = torch::full({2, 5}, 7, torch::kLong);

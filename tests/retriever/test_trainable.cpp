@@ -252,3 +252,144 @@ TEST(Trainable, ARelativeModelDirIsRecordedAbsoluteSoThatAResumeFromElsewhereFin
   EXPECT_EQ(info.pretrained->source, (dir.path / "base").lexically_normal().string());
   EXPECT_NO_THROW(gr::load_model(checkpoint, info));
 }
+
+namespace {
+
+// A LoRA run of `steps` steps on tiny BERT (rank 4, LoRA dropout 0.1) over the task written in `dir`.
+gr::TrainConfig lora_config(const train_test::TempDir& dir, int64_t steps) {
+  train_test::write_task(dir);
+  auto config = gr::pretrained_defaults(false);
+  config.data.train_file = dir / "train.tsv";
+  config.encoder.pretrained = kTinyBert;
+  config.encoder.lora.rank = 4;
+  config.encoder.lora.dropout = 0.1;
+  config.batching.batch_size = 16;
+  config.batching.chunk_size = 8;
+  config.training.steps = steps;
+  config.training.lr = 1e-2;
+  config.eval.enabled = false;
+  return config;
+}
+
+}  // namespace
+
+TEST(Trainable, LoraTrainsTheAdaptersAloneAndACheckpointHoldsThemWithItsBasesDigest) {
+  // --lora-rank 4 --lora-dropout 0.1 on tiny BERT: the model's own weights stay the base's bit for
+  // bit, the adapters' B moves from zero, the optimizer holds state for the adapters only, and
+  // the checkpoint holds the adapters (the base read again, checked by its digest).
+  namespace fs = std::filesystem;
+  train_test::TempDir dir;
+  auto config = lora_config(dir, 2);
+  config.encoder.lora.alpha = 8;
+  config.output.dir = dir / "run";
+  const auto result = gr::train(config, train_test::quiet());
+  auto info = gr::read_checkpoint_info(result.checkpoint);
+  ASSERT_TRUE(info.pretrained && info.pretrained->lora);
+  EXPECT_EQ(info.pretrained->lora->rank(), 4);
+  EXPECT_EQ(info.pretrained->lora->targets(), hf::default_lora_targets("bert"));
+  const auto base = hf::load_transformer(kTinyBert)->named_parameters();
+  const auto model = gr::load_model(result.checkpoint, info);
+  int adapters = 0;
+  for (const auto& kv : model.pretrained_encoders()[0]->transformer().named_parameters()) {
+    if (kv.key().find(".lora_") == std::string::npos) {
+      ASSERT_NE(base.find(kv.key()), nullptr) << kv.key();
+      EXPECT_TRUE(torch::equal(kv.value(), base[kv.key()])) << kv.key() << " is frozen, yet changed";
+      continue;
+    }
+    ++adapters;
+    if (kv.key().find(".lora_B.") == std::string::npos) continue;
+    // Every B moves from zero but the pooler's (PEFT's "dense" matches it; mean pooling leaves it unused).
+    const bool moved = kv.value().abs().max().item<double>() > 0;
+    EXPECT_EQ(moved, kv.key().rfind("pooler.", 0) != 0) << kv.key();
+  }
+  EXPECT_GT(adapters, 0);
+  // The checkpoint holds the adapters and their optimizer state, not the base: without the base
+  // directory it cannot be read.
+  const std::string moved_base = dir / "moved_base";
+  config.encoder.pretrained = moved_base;
+  fs::copy(kTinyBert, moved_base, fs::copy_options::recursive);
+  config.output.dir = dir / "run_moved";
+  const auto moved_run = gr::train(config, train_test::quiet());
+  fs::remove_all(moved_base);
+  const auto gone = train_test::error_of([&] { gr::load_model(moved_run.checkpoint, gr::read_checkpoint_info(moved_run.checkpoint)); });
+  EXPECT_NE(gone.find("which cannot be read"), std::string::npos) << gone;
+
+  // The optimizer: state for each adapter tensor after a step, none for the model's own.
+  auto loaded = gr::load_pretrained(kTinyBert);
+  torch::manual_seed(1);
+  gr::add_adapters(loaded, result.config.encoder.lora);
+  gr::TrainingModel training(result.config, torch::kCPU, nullptr, 0, {}, &loaded);
+  const auto parameters = training.model().parameters();
+  EXPECT_EQ(static_cast<int>(parameters.size()), adapters);
+  for (const auto& p : parameters) p.mutable_grad() = torch::ones_like(p);
+  training.prepare_step(1e-3);
+  for (const auto& p : parameters) p.mutable_grad() = torch::ones_like(p);
+  training.update(0);
+  EXPECT_EQ(static_cast<int>(training.optimizer().state().size()), adapters);
+
+  // LoRA with --train-params is refused, naming both.
+  auto both = config;
+  both.encoder.train_params = "bias";
+  const auto message = train_test::error_of([&] { gr::validate(both); });
+  EXPECT_NE(message.find("with LoRA only the adapters train"), std::string::npos) << message;
+}
+
+TEST(Trainable, ABaseInBf16HoldsTheFrozenMatricesNarrowAndResumesBitIdentically) {
+  // --base-precision bf16 with LoRA: the frozen weight matrices (linear layers, embedding tables)
+  // held in bf16, the adapters and their optimizer state fp32; the checkpoint's digest is taken at
+  // bf16, so the base read again as fp32 passes it; a run stopped after 2 of 3 steps and resumed
+  // ends bit for bit where the uninterrupted one does.
+  train_test::TempDir dir;
+  auto config = lora_config(dir, 3);
+  config.encoder.base_precision = gradcache::Precision::bf16;
+  config.output.dir = dir / "straight";
+  const auto straight = gr::train(config, train_test::quiet());
+  config.output.dir = dir / "resumed";
+  auto options = train_test::quiet();
+  options.stop_after_steps = 2;
+  EXPECT_TRUE(gr::train(config, options).interrupted);
+  options.stop_after_steps = 0;
+  options.resume = true;
+  const auto resumed = gr::train(config, options);
+  const auto a = gr::load_model(straight.checkpoint, gr::read_checkpoint_info(straight.checkpoint));
+  const auto b = gr::load_model(resumed.checkpoint, gr::read_checkpoint_info(resumed.checkpoint));
+  const auto sa = a.named_state(), state_b = b.named_state();
+  const std::map<std::string, torch::Tensor> sb(state_b.begin(), state_b.end());
+  ASSERT_EQ(sa.size(), sb.size());
+  int adapters = 0;
+  for (const auto& [name, t] : sa) {
+    ASSERT_EQ(sb.count(name), 1u) << name;
+    EXPECT_TRUE(torch::equal(t, sb.at(name))) << name << " differs after the resume";
+    adapters += name.find(".lora_") != std::string::npos;
+  }
+  EXPECT_GT(adapters, 0);
+
+  // The training model: matrices bf16, adapters and biases fp32, optimizer state fp32, adapters only.
+  auto loaded = gr::load_pretrained(kTinyBert);
+  torch::manual_seed(1);
+  gr::add_adapters(loaded, straight.config.encoder.lora);
+  gr::TrainingModel training(straight.config, torch::kCPU, nullptr, 0, {}, &loaded);
+  EXPECT_GT(training.trainable().held_narrow, training.trainable().frozen / 2);
+  EXPECT_NE(gr::describe(training.trainable(), straight.config.encoder.trainable()).find("held in bf16"), std::string::npos);
+  int64_t narrow = 0;
+  for (const auto& kv : training.model().pretrained_encoders()[0]->transformer().named_parameters()) {
+    const bool adapter = kv.key().find(".lora_") != std::string::npos;
+    const bool matrix = kv.value().dim() == 2 && !adapter;
+    EXPECT_EQ(kv.value().scalar_type(), matrix ? torch::kBFloat16 : torch::kFloat) << kv.key();
+    if (matrix) narrow += kv.value().numel();
+  }
+  EXPECT_EQ(narrow, training.trainable().held_narrow);
+  const auto parameters = training.model().parameters();
+  for (const auto& p : parameters) p.mutable_grad() = torch::ones_like(p);
+  training.prepare_step(1e-3);
+  for (const auto& p : parameters) p.mutable_grad() = torch::ones_like(p);
+  training.update(0);
+  EXPECT_EQ(static_cast<int>(training.optimizer().state().size()), adapters);
+  for (const auto& p : parameters) EXPECT_EQ(p.scalar_type(), torch::kFloat);
+
+  // Every weight training leaves nothing frozen to hold: refused.
+  auto everything = config;
+  everything.encoder.lora = {};
+  const auto message = train_test::error_of([&] { gr::validate(everything); });
+  EXPECT_NE(message.find("--base-precision bf16 holds the frozen weights in bf16"), std::string::npos) << message;
+}

@@ -12,6 +12,7 @@ namespace cli {
 std::function<int()> add_export_command(CLI::App& app) {
   auto* cmd = app.add_subcommand("export", "Export a run's encoder(s) under --output: a --model-dir run as a "
                                            "sentence-transformers directory (SentenceTransformer(dir) loads it), "
+                                           "a LoRA run as PEFT's adapter directory (or merged, --merge), "
                                            "others as self-contained TorchScript modules (forward(input_ids, "
                                            "attention_mask) -> [B, d]) with the tokenizer and export.json.");
   return table_command<retriever::ExportSettings>(
@@ -23,6 +24,12 @@ std::function<int()> add_export_command(CLI::App& app) {
           std::cerr << "gradcache export: wrote " << settings.output << " (sentence-transformers, dimension "
                     << description["dim"] << "; SentenceTransformer(\"" << settings.output << "\") loads it)"
                     << std::endl;
+          return 0;
+        }
+        if (description["format"] == "peft") {
+          std::cerr << "gradcache export: wrote " << settings.output << " (PEFT LoRA adapter of rank "
+                    << description["rank"] << " for " << description["base_model"].get<std::string>()
+                    << "; peft.PeftModel.from_pretrained(base, \"" << settings.output << "\") loads it)" << std::endl;
           return 0;
         }
         std::cerr << "gradcache export: wrote " << settings.output << " (";

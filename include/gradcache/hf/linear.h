@@ -3,7 +3,8 @@
 // ("lora_A.weight" [r, in], "lora_B.weight" [out, r]):
 //     y = x W^T + b + scaling * dropout(x) A^T B^T
 // and whose frozen weight may be held in another floating type than the input (bf16 for a
-// frozen base in fp32 training: the weight is converted for each product, never stored twice).
+// frozen base in fp32 training, hf/frozen_weights.h: the weight is converted for each product,
+// and the graph keeps the held weight, not the converted copy).
 #pragma once
 
 #include <ATen/core/Tensor.h>

@@ -10,6 +10,7 @@
 
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <ostream>
 #include <string>
 #include <string_view>
@@ -62,6 +63,28 @@ struct SafetensorsContents {
 /// Reads a safetensors file: the header first (validated), then each tensor straight into its
 /// own storage, so memory is bounded by the file's size. Throws ModelFileError naming the path.
 SafetensorsContents read_safetensors(const std::string& path);
+
+/// A safetensors file opened for reading one tensor at a time: the header is read and validated
+/// when it opens, the data when a tensor is asked for, so that a model's weights can go into its
+/// parameters without the whole file in memory beside them. Copies share the open file.
+class SafetensorsFile {
+ public:
+  /// Throws ModelFileError naming `path` (missing, not a regular file, an invalid header).
+  explicit SafetensorsFile(const std::string& path);
+  const std::string& path() const { return path_; }
+  const SafetensorsHeader& header() const { return *header_; }
+  /// A new CPU tensor holding `entry` (one of header().entries). Throws ModelFileError when the
+  /// file has become shorter or cannot be read, or for BOOL bytes other than 0 and 1.
+  at::Tensor read(const SafetensorsEntry& entry) const;
+  /// Copies `entry` into `destination` (a CPU tensor of its shape): straight from the file when
+  /// the dtypes agree and `destination` is contiguous, through read() otherwise.
+  void read_into(const SafetensorsEntry& entry, at::Tensor& destination) const;
+
+ private:
+  std::string path_;
+  std::shared_ptr<const int> fd_;  ///< closed with the last copy
+  std::shared_ptr<const SafetensorsHeader> header_;
+};
 
 /// The same from bytes in memory; `name` is used in messages.
 SafetensorsContents read_safetensors_bytes(std::string_view bytes, const std::string& name);

@@ -5,6 +5,7 @@
 
 #include <gradcache/hf/model_file_error.h>
 #include <gradcache/hf/safetensors.h>
+#include <gradcache/hf/stored_weights.h>
 
 #include <ATen/core/Tensor.h>
 #include <ATen/core/Dict.h>
@@ -105,6 +106,10 @@ int64_t count_parameters(const std::string& config_text, const std::string& conf
 /// Tensors the model does not use (task heads) are ignored, as transformers does.
 void load_weights(TransformerBackbone& model, const NamedTensors& checkpoint, const std::string& file);
 
+/// The same from a model directory's files, read one tensor at a time (StoredWeights): every
+/// name, shape and dtype is checked before the first tensor is read.
+void load_weights(TransformerBackbone& model, const StoredWeights& weights);
+
 /// The weights of a model directory: model.safetensors; else the shards listed by
 /// model.safetensors.index.json; else pytorch_model.bin (see read_pytorch_bin). `file_out` (if given) receives the file read (or the index).
 NamedTensors read_weights(const std::string& dir, std::string* file_out = nullptr);
@@ -117,8 +122,9 @@ NamedTensors read_weights(const std::string& dir, std::string* file_out = nullpt
 NamedTensors read_pytorch_bin(const std::string& path);
 
 /// config.json and the weights of `dir` (see read_weights): a ready encoder in eval mode. The
-/// weights are read first; a config.json asking for more weights than the file holds is refused
-/// before the model is built.
+/// weight files' headers are read first, and a config.json asking for more weights than they hold
+/// is refused before the model is built; then each tensor is read into its parameter, so the
+/// load's peak memory is the model and one stored tensor (not the model and the whole file).
 std::shared_ptr<TransformerBackbone> load_transformer(const std::string& dir);
 
 /// Writes config.json and model.safetensors (fp32 as the parameters are, metadata format "pt")

@@ -29,13 +29,14 @@ at::Tensor LearnedEmbeddingsImpl::position_ids(const at::Tensor& input_ids) cons
 
 at::Tensor LearnedEmbeddingsImpl::forward(const at::Tensor& input_ids, const at::Tensor& token_type_ids) {
   const at::Tensor ids = input_ids.to(at::kLong);
-  at::Tensor summed = words_(ids);
+  at::Tensor summed = widened(words_(ids));
   if (!token_types_.is_empty()) {
     // Absent token types are all 0: row 0 broadcast (transformers gathers it for every position).
-    summed = summed + (token_type_ids.defined() ? token_types_(token_type_ids.to(at::kLong)) : token_types_->weight.select(0, 0));
+    summed = summed + widened(token_type_ids.defined() ? token_types_(token_type_ids.to(at::kLong))
+                                                       : token_types_->weight.select(0, 0));
   }
-  const at::Tensor positions = options_.positions_after_padding() ? positions_(position_ids(ids))
-                                                                  : positions_->weight.narrow(0, 0, ids.size(1));
+  const at::Tensor positions = widened(options_.positions_after_padding() ? positions_(position_ids(ids))
+                                                                          : positions_->weight.narrow(0, 0, ids.size(1)));
   return maybe_dropout(norm_(summed + positions), options_.dropout(), is_training());
 }
 

@@ -2,6 +2,7 @@
 
 #include <ATen/ATen.h>
 #include <c10/core/GradMode.h>
+#include <torch/csrc/autograd/custom_function.h>
 #include <torch/nn/init.h>
 
 #include <cmath>
@@ -10,6 +11,25 @@
 
 namespace gradcache {
 namespace hf {
+namespace {
+
+// x W^T for a frozen W held in a narrower type than x (a bf16 base): W is converted for the
+// product, and again in the backward, so that the graph keeps the held W (no copy: it is the
+// parameter) rather than a converted copy per layer, which would bring the full-width base back
+// for the length of every chunk's backward. W gets no gradient (frozen); x gets grad_y W.
+struct FrozenWeightProduct : torch::autograd::Function<FrozenWeightProduct> {
+  static at::Tensor forward(torch::autograd::AutogradContext* ctx, const at::Tensor& x, const at::Tensor& held) {
+    ctx->save_for_backward({held});
+    return at::linear(x, held.to(x.scalar_type()));
+  }
+  static torch::autograd::variable_list backward(torch::autograd::AutogradContext* ctx,
+                                                 torch::autograd::variable_list grads) {
+    const at::Tensor held = ctx->get_saved_variables()[0];
+    return {at::matmul(grads[0], held.to(grads[0].scalar_type())), at::Tensor()};
+  }
+};
+
+}  // namespace
 
 LinearImpl::LinearImpl(int64_t in_features, int64_t out_features, bool with_bias)
     : in_features_(in_features), out_features_(out_features) {
@@ -25,11 +45,12 @@ LinearImpl::LinearImpl(int64_t in_features, int64_t out_features, bool with_bias
 }
 
 at::Tensor LinearImpl::forward(const at::Tensor& x) {
-  // A weight held in another type (a bf16 frozen base) is converted for this product only.
-  auto as_input = [&](const at::Tensor& t) {
-    return !t.defined() || t.scalar_type() == x.scalar_type() ? t : t.to(x.scalar_type());
-  };
-  at::Tensor y = at::linear(x, as_input(weight), as_input(bias));
+  // A frozen weight held narrower than the input (hf/frozen_weights.h); otherwise as nn.Linear
+  // (under autocast, at::linear converts what it must).
+  const bool held_narrower = !weight.requires_grad() && weight.scalar_type() != x.scalar_type() &&
+                             (weight.scalar_type() == at::kBFloat16 || weight.scalar_type() == at::kHalf);
+  at::Tensor y = held_narrower ? FrozenWeightProduct::apply(x, weight) : at::linear(x, weight, bias);
+  if (held_narrower && bias.defined()) y = y + bias.to(y.scalar_type());
   if (!has_adapter()) return y;
   // PEFT's order: result + lora_B(lora_A(dropout(x))) * scaling.
   const at::Tensor h = is_training() && dropout_ > 0 ? at::dropout(x, dropout_, /*train=*/true) : x;

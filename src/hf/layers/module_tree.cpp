@@ -39,6 +39,11 @@ void initialise_weights(torch::nn::Module& model, double std) {
   }
 }
 
+at::Tensor widened(const at::Tensor& rows) {
+  const bool narrow = rows.scalar_type() == at::kBFloat16 || rows.scalar_type() == at::kHalf;
+  return narrow ? rows.to(at::kFloat) : rows;
+}
+
 at::Tensor maybe_dropout(const at::Tensor& x, double p, bool training) {
   return training && p > 0 ? at::dropout(x, p, /*train=*/true) : x;
 }

@@ -25,6 +25,11 @@ Linear linear(torch::nn::Module& parent, const std::string& name, int64_t in, in
 /// replaces all of it; a model built without one (tests, training from scratch) starts here.
 void initialise_weights(torch::nn::Module& model, double std);
 
+/// Rows looked up in an embedding table held narrower than the model computes (a frozen base in
+/// bf16 or fp16, hf/frozen_weights.h) as fp32, the type the rest of the model computes in; any
+/// other tensor as it is. Each architecture passes its embedding rows through this.
+at::Tensor widened(const at::Tensor& rows);
+
 /// Dropout in training mode (p > 0) only.
 at::Tensor maybe_dropout(const at::Tensor& x, double p, bool training);
 

@@ -126,7 +126,7 @@ class BloomModelImpl : public TransformerBackbone {
   TransformerOutput encode(const at::Tensor& input_ids, const at::Tensor& attention_mask, const at::Tensor& token_type_ids,
                            bool /*with_pooler*/) override {
     check_inputs(input_ids, attention_mask, token_type_ids);
-    at::Tensor hidden = word_embeddings_layernorm_(word_embeddings_(input_ids.to(at::kLong)));
+    at::Tensor hidden = word_embeddings_layernorm_(detail::widened(word_embeddings_(input_ids.to(at::kLong))));
     const at::Tensor alibi = detail::alibi_bias(attention_mask, config_.n_head(), hidden.scalar_type());
     detail::AttentionPattern causal;
     causal.causal = true;

@@ -96,7 +96,7 @@ class LlamaModelImpl : public TransformerBackbone {
   TransformerOutput encode(const at::Tensor& input_ids, const at::Tensor& attention_mask, const at::Tensor& token_type_ids,
                            bool /*with_pooler*/) override {
     check_inputs(input_ids, attention_mask, token_type_ids);
-    at::Tensor hidden = embed_tokens_(input_ids.to(at::kLong));
+    at::Tensor hidden = detail::widened(embed_tokens_(input_ids.to(at::kLong)));
     // cos and sin in the embeddings' dtype (fp32 under autocast too), as transformers.
     const auto [cos, sin] = rotary_.cos_sin(input_ids.size(1), hidden);
     detail::AttentionPattern pattern;

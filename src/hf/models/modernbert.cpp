@@ -138,7 +138,7 @@ class ModernBertModelImpl : public TransformerBackbone {
   TransformerOutput encode(const at::Tensor& input_ids, const at::Tensor& attention_mask,
                            const at::Tensor& token_type_ids, bool /*with_pooler*/) override {
     check_inputs(input_ids, attention_mask, token_type_ids);
-    const at::Tensor embedded = embedding_norm_(tok_embeddings_(input_ids.to(at::kLong)));
+    const at::Tensor embedded = embedding_norm_(detail::widened(tok_embeddings_(input_ids.to(at::kLong))));
     at::Tensor hidden = maybe_dropout(embedded, config_.embedding_dropout(), is_training());
     const int64_t length = input_ids.size(1);
     LayerInputs global, local;

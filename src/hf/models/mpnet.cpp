@@ -114,7 +114,7 @@ class MPNetModelImpl : public TransformerBackbone {
     // [T, T, heads] -> [1, heads, T, T], shared by the batch and by every layer.
     const at::Tensor buckets = detail::relative_position_bucket(detail::relative_positions(input_ids.size(1), input_ids),
                                                                 /*bidirectional=*/true, MPNetConfig::kBuckets, MPNetConfig::kMaxDistance);
-    const at::Tensor position_bias = relative_attention_bias_(buckets).permute({2, 0, 1}).unsqueeze(0);
+    const at::Tensor position_bias = detail::widened(relative_attention_bias_(buckets)).permute({2, 0, 1}).unsqueeze(0);
     for (auto& layer : layers_) hidden = layer(hidden, key_mask, position_bias);
     TransformerOutput out;
     out.last_hidden_state = hidden;

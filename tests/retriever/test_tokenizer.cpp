@@ -1,6 +1,8 @@
-// The tokenizer with long texts, in a process that also holds LibTorch's protobuf (this binary is
+// The sentencepiece tokenizer: long texts, and models whose normalization map sentencepiece would
+// read out of bounds (fuzz_export's finding), in a process that also holds LibTorch's protobuf (this binary is
 // linked against LibTorch through the retriever library, so the protobuf clash described in model/tokenizer.cpp
 // is present), and with sentencepiece's logging.
+//
 //
 // Before the fix, training on a text longer than sentencepiece's max_sentence_length (4192
 // bytes) killed the process with SIGSEGV: sentencepiece warned about the text through a
@@ -8,10 +10,14 @@
 
 #include "retriever/model/tokenizer.h"
 
+#include "retriever/model/sentencepiece_model_check.h"
+
 #include <ATen/Parallel.h>
 #include <dlfcn.h>
 #include <gtest/gtest.h>
 
+#include <cstdint>
+#include <cstring>
 #include <filesystem>
 #include <iostream>
 #include <string>
@@ -127,6 +133,86 @@ TEST_F(TokenizerLongText, EncodesA100KBText) {
   const std::vector<int64_t> pieces = tokenizer.encode(one_word);
   EXPECT_FALSE(pieces.empty());
   for (const int64_t id : pieces) EXPECT_LT(id, tokenizer.vocab_size());
+}
+
+
+// ---------------------------------------------------------------------------------------------
+// Normalization maps (retriever/model/sentencepiece_model_check.h). fuzz_export found a
+// tokenizer.model whose precompiled map sent sentencepiece's Normalizer::NormalizePrefix outside
+// the map (SEGV). The maps below are appended to a real model as a second NormalizerSpec, which
+// protobuf merges into the first: the appended map is the one sentencepiece uses.
+
+std::string varint(uint64_t value) {
+  std::string bytes;
+  do {
+    bytes.push_back(static_cast<char>((value & 0x7F) | (value > 0x7F ? 0x80 : 0)));
+    value >>= 7;
+  } while (value != 0);
+  return bytes;
+}
+
+std::string length_delimited(uint32_t field, const std::string& value) {
+  return varint(field << 3 | 2) + varint(value.size()) + value;
+}
+
+/// A precompiled map: the trie's size, its units (darts-clone's layout) and the normalized text.
+std::string charsmap(const std::vector<uint32_t>& units, const std::string& normalized) {
+  const uint32_t trie_size = static_cast<uint32_t>(units.size() * 4);
+  std::string blob(reinterpret_cast<const char*>(&trie_size), 4);
+  blob.append(reinterpret_cast<const char*>(units.data()), trie_size);
+  return blob + normalized;
+}
+
+std::string with_normalizer_map(const std::string& model, const std::string& map) {
+  return model + length_delimited(3, length_delimited(2, map));  // ModelProto.normalizer_spec.precompiled_charsmap
+}
+
+std::string refusal(const std::string& bytes) {
+  try {
+    Tokenizer::from_serialized(bytes).encode("a");
+  } catch (const std::runtime_error& error) {
+    return error.what();
+  }
+  return "(loaded)";
+}
+
+TEST_F(TokenizerLongText, ARealNormalizationMapPassesTheCheckAndABrokenOneIsRefused) {
+  const std::string model = Tokenizer::train(training_texts({}), options(), path("map.model")).serialized();
+  EXPECT_NO_THROW(check_sentencepiece_normalizers(model));  // nmt_nfkc's map, tens of thousands of units
+
+  // A root whose base is 0 in a one-unit trie: the first input byte would read units 0..255.
+  std::string message = refusal(with_normalizer_map(model, charsmap({0}, "x")));
+  EXPECT_NE(message.find("is not a valid sentencepiece model (its normalizer's precompiled normalization map "
+                         "points at unit 255 of a trie of 1)"),
+            std::string::npos)
+      << message;
+  // 'a' has a leaf whose value (its own unit: label 97, leaf bit) points past 2 bytes of text.
+  std::vector<uint32_t> units(256, 0);
+  units['a'] = 'a' | 1u << 8;
+  message = refusal(with_normalizer_map(model, charsmap(units, "x")));
+  EXPECT_NE(message.find("maps to byte 353 of 1 bytes"), std::string::npos) << message;
+  // An offset that leaves the array: 'a' moves to base 1024 of 256 units.
+  units['a'] = 'a' | 1024u << 10;
+  message = refusal(with_normalizer_map(model, charsmap(units, "x")));
+  EXPECT_NE(message.find("points at unit"), std::string::npos) << message;
+  // A trie size larger than the bytes that follow it.
+  std::string lying = charsmap(units, "x");
+  const uint32_t huge = 4 * 256 + 2;  // under the map's size, so sentencepiece would take it
+  std::memcpy(lying.data(), &huge, 4);
+  message = refusal(with_normalizer_map(model, lying));
+  EXPECT_NE(message.find("declares a trie of 1026 bytes, more than the 1025"), std::string::npos) << message;
+
+  // Sound maps load: a cycle ('a' leads back to the root's base), and the same map with a leaf
+  // inside the text. Encoding through them terminates and stays in bounds.
+  units['a'] = 'a' | ('a' << 10);  // base 0 ^ 'a' ^ 'a' = 0
+  EXPECT_NO_THROW(Tokenizer::from_serialized(with_normalizer_map(model, charsmap(units, "x"))).encode("aaa"));
+  units['a'] = 'a' | 1u << 8 | ('a' << 10);  // a leaf at base 0, whose unit's value is 0: "a" -> "xy"
+  const Tokenizer mapped = Tokenizer::from_serialized(with_normalizer_map(model, charsmap(units, "xy")));
+  EXPECT_EQ(mapped.encode("a"), mapped.encode("xy"));
+
+  // Wire formats that cannot be followed are refused before sentencepiece sees them.
+  EXPECT_NE(refusal(model + varint(3 << 3 | 2) + varint(1000)).find("runs past the end"), std::string::npos);
+  EXPECT_NE(refusal(model + varint(7 << 3 | 3)).find("wire type 3"), std::string::npos);
 }
 
 }  // namespace
