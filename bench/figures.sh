@@ -30,6 +30,10 @@
 #                encoders trained at 64, 32, 16 alone, same budget (bash bench/matryoshka.sh; about
 #                15 min; not in the default list)
 #   sorting      docs/figures/length_sorting.json: the program with and without length sorting (2 min)
+#   data-scale   docs/figures/data_scale.json: peak RSS and start-up of `gradcache train` on synthetic pair
+#                files of 10^5, 10^6 and 10^7 pairs (bench/data_scale.py; 10 min; not in the default list)
+#   prefetch     docs/figures/prefetch.json: all-MiniLM-L6-v2's step with batches tokenized in the step and
+#                ahead on a background thread (bench/prefetch.py; 5 min)
 #   nproc        docs/figures/main_nproc.log: the main job with --nproc 1 and --nproc auto (bench/main_nproc.sh;
 #                10 min; not in the default list)
 #   trainable    docs/figures/trainable_memory.json: a decoder of Qwen3-Embedding-0.6B's shape trained whole,
@@ -50,7 +54,7 @@ cd "$(dirname "$0")/.."
 
 bench=build/bench/gradcache-bench
 parts=("$@")
-[ ${#parts[@]} -eq 0 ] && parts=(exactness bench distributed precision streaming tiles streaming-main soak search sorting main shape)
+[ ${#parts[@]} -eq 0 ] && parts=(exactness bench distributed precision streaming tiles streaming-main soak search sorting prefetch main shape)
 
 note() { echo "figures: $(date +%H:%M:%S) $*" >&2; }
 
@@ -107,6 +111,10 @@ for part in "${parts[@]}"; do
       .venv/bin/python bench/load_memory.py --programs "${LOAD_BEFORE:+before=$LOAD_BEFORE,}after=build/tools/gradcache" ;;
     sorting)
       python3 bench/length_sorting.py --out docs/figures/length_sorting.json ;;
+    data-scale)
+      python3 bench/data_scale.py --out docs/figures/data_scale.json ;;
+    prefetch)
+      .venv/bin/python bench/prefetch.py --out docs/figures/prefetch.json ;;
     nproc)
       bash bench/main_nproc.sh >/dev/null ;;
     main)

@@ -127,6 +127,12 @@ void add_machine_settings(Table& t) {
             .per_rank()
             .free_on_resume()
             .checked(at_least(0)));
+  t.add(nested_field("prefetch", &TrainConfig::machine, &MachineSettings::prefetch, "--prefetch",
+                     "Batches tokenized ahead of the step on a background thread (0: each in its step); the "
+                     "batches are the same either way")
+            .in_group(group)
+            .free_on_resume()
+            .checked(in_range(0, 64)));
   t.add(nested_field("device", &TrainConfig::machine, &MachineSettings::device, "--device", "cpu, cuda, cuda:1, ...")
             .in_group(group)
             .checked(existing_device()));

@@ -105,6 +105,7 @@ struct MachineSettings {
   int64_t threads = 0;         ///< intra-op threads; 0: 1
   int64_t blas_threads = 0;    ///< OpenBLAS threads; 0: 1 (docs/performance.md, "Threads": more only cost CPU here)
   std::string device = "cpu";
+  int64_t prefetch = 2;        ///< batches tokenized ahead on a background thread; 0: in the step
   Precision precision = Precision::fp32;  ///< autocast per model call; fp16 with loss scaling
 };
 

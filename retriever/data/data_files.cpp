@@ -22,6 +22,13 @@ std::vector<TrainExample> DataFiles::train_examples(const std::string& path) con
   return examples;
 }
 
+std::shared_ptr<const TrainingExamples> DataFiles::indexed_train_examples(const std::string& path) const {
+  ReadStats stats;
+  auto examples = index_train_file(path, on_bad_, &stats);
+  note(path, stats);
+  return examples;
+}
+
 TextCollection DataFiles::collection(const std::string& path) const {
   ReadStats stats;
   auto collection = read_collection(path, on_bad_, &stats);

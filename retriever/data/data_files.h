@@ -4,6 +4,7 @@
 #pragma once
 
 #include "retriever/data/text_data.h"
+#include "retriever/data/training_examples.h"
 
 #include <optional>
 #include <string>
@@ -22,6 +23,8 @@ class DataFiles {
   DataFiles(OnBadLine on_bad, std::vector<std::string>& notices) : on_bad_(on_bad), notices_(&notices) {}
 
   std::vector<TrainExample> train_examples(const std::string& path) const;
+  /// The file indexed (index_train_file): its records are read when needed.
+  std::shared_ptr<const TrainingExamples> indexed_train_examples(const std::string& path) const;
   TextCollection collection(const std::string& path) const;
   Qrels qrels(const std::string& path) const;
   OnBadLine on_bad_line() const { return on_bad_; }

@@ -40,6 +40,11 @@ enum class Format { Jsonl, Tsv };
 /// is reported as such rather than as a parse error on line 1.
 Format format_of(const std::string& path);
 
+/// A line of a training-pairs file in `format` (read_train_examples' rules); throws BadLine.
+/// Defined with the other line parsers in text_data.cpp; the indexed training file
+/// (training_examples.cpp) parses its lines again with it when a batch needs them.
+TrainExample train_example_from_line(Format format, const std::string& line);
+
 /// Reads `path` line by line: next(parse) calls `parse(line)` on the following non-blank, valid
 /// UTF-8 lines until it keeps a record (returns true: next returns true) or the file ends (next
 /// returns false). `parse` returns false for a line it ignores (such as a header) or throws
@@ -54,6 +59,7 @@ class LineSource {
   bool next(Parse&& parse) {
     std::string line;
     while (std::getline(file_, line)) {
+      line_offset_ = bytes_read_;
       bytes_read_ += line.size() + 1;
       const size_t number = ++stats_.lines;
       if (!line.empty() && line.back() == '\r') line.pop_back();  // Windows line ends
@@ -75,10 +81,13 @@ class LineSource {
 
   /// Bytes of the file consumed so far (for progress).
   uint64_t bytes_read() const { return bytes_read_; }
+  /// Where the line last given to `parse` starts in the file (its byte order mark included).
+  uint64_t line_offset() const { return line_offset_; }
+
+  /// BadLine for invalid UTF-8 or a NUL byte.
+  static void check_text(const std::string& line);
 
  private:
-  // BadLine for invalid UTF-8 or a NUL byte.
-  static void check_text(const std::string& line);
   void skip(size_t number, const BadLine& bad);
   // DataError if the file could not be read to its end.
   void finish() const;
@@ -87,7 +96,7 @@ class LineSource {
   OnBadLine on_bad_;
   ReadStats& stats_;
   std::ifstream file_;
-  uint64_t bytes_read_ = 0;
+  uint64_t bytes_read_ = 0, line_offset_ = 0;
 };
 
 /// Every record of `path`: parse as in LineSource::next.

@@ -82,10 +82,10 @@ EvalData load_wordnet_eval(const std::string& wordnet_dir, const std::string& sp
 }
 
 void cut_to_quick(TaskData& task) {
-  if (task.train.size() > kQuickTrain) {  // every n-th example: all parts of the data
-    std::vector<TrainExample> subset;
-    for (size_t i = 0; i < kQuickTrain; ++i) subset.push_back(std::move(task.train[i * task.train.size() / kQuickTrain]));
-    task.train = std::move(subset);
+  if (task.train->size() > kQuickTrain) {  // every n-th example: all parts of the data
+    std::vector<size_t> rows;
+    for (size_t i = 0; i < kQuickTrain; ++i) rows.push_back(i * task.train->size() / kQuickTrain);
+    task.train = task.train->subset(rows);
   }
   if (task.eval) task.eval = quick_eval(std::move(*task.eval));
   if (task.dev) task.dev = quick_eval(std::move(*task.dev));

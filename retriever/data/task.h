@@ -5,6 +5,7 @@
 #include "retriever/data/data_files.h"
 #include "retriever/data/judgements.h"
 #include "retriever/data/text_data.h"
+#include "retriever/data/training_examples.h"
 #include "retriever/data/wordnet.h"
 
 #include <optional>
@@ -21,7 +22,8 @@ struct EvalData {
 };
 
 struct TaskData {
-  std::vector<TrainExample> train;
+  /// A --train-file indexed (its records read when a batch needs them), or WordNet's pairs.
+  std::shared_ptr<const TrainingExamples> train;
   std::optional<EvalData> eval;
   /// Dev data for model selection (only with --eval-every): WordNet's dev split, the --dev-*
   /// files, or the training pairs held out by --dev-fraction (no longer in `train`).

@@ -165,6 +165,14 @@ TrainExample train_example_from_tsv(std::string_view line) {
   return example;
 }
 
+}  // namespace
+
+TrainExample lines::train_example_from_line(Format format, const std::string& line) {
+  return format == Format::Jsonl ? train_example_from_json(line) : train_example_from_tsv(line);
+}
+
+namespace {
+
 // The id of a collection record: a string or an integer under the first key present.
 std::string record_id(const json& object) {
   for (const char* key : {"id", "_id", "docid", "query_id", "qid"}) {
@@ -196,7 +204,7 @@ std::vector<TrainExample> read_train_examples(const std::string& path, OnBadLine
   ReadStats& seen = stats ? *stats : local;
   std::vector<TrainExample> examples;
   for_each_line(path, on_bad, seen, [&](const std::string& line) {
-    examples.push_back(format == Format::Jsonl ? train_example_from_json(line) : train_example_from_tsv(line));
+    examples.push_back(train_example_from_line(format, line));
     return true;
   });
   if (examples.empty()) throw nothing_read(path, "training examples", seen);

@@ -1,5 +1,7 @@
 #include "retriever/data/wordnet.h"
 
+#include "retriever/files/fnv1a.h"
+
 #include <algorithm>
 #include <cerrno>
 #include <cstdint>
@@ -185,14 +187,7 @@ void check_options(const WordNetOptions& options) {
 
 }  // namespace
 
-int wordnet_bucket(const std::string& key) {
-  uint64_t hash = 14695981039346656037ull;  // FNV-1a 64 offset basis
-  for (unsigned char c : key) {
-    hash ^= c;
-    hash *= 1099511628211ull;  // FNV-1a 64 prime
-  }
-  return static_cast<int>(hash % 100);
-}
+int wordnet_bucket(const std::string& key) { return static_cast<int>(fnv1a64(key) % 100); }
 
 RetrievalData load_wordnet(const WordNetOptions& options) {
   check_options(options);

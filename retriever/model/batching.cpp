@@ -26,6 +26,11 @@ TokenBatch pad_batch(const std::vector<std::vector<int64_t>>& tokens, const std:
   return {{"input_ids", ids}, {"attention_mask", mask}};
 }
 
+TokenBatch on_device(TokenBatch batch, const c10::Device& device) {
+  for (auto& [name, t] : batch) t = t.to(device);
+  return batch;
+}
+
 TokenBatch trim_padding(const TokenBatch& batch) {
   const auto& mask = batch.at("attention_mask");
   const int64_t longest = std::max<int64_t>(1, mask.sum(1).max().item<int64_t>());

@@ -16,6 +16,9 @@ namespace retriever {
 /// them. Padding id 0, attention mask true on real tokens.
 TokenBatch pad_batch(const std::vector<std::vector<int64_t>>& tokens, const std::vector<int64_t>& rows);
 
+/// `batch` with every tensor on `device`.
+TokenBatch on_device(TokenBatch batch, const c10::Device& device);
+
 /// Drops the columns that are padding in every row.
 TokenBatch trim_padding(const TokenBatch& batch);
 

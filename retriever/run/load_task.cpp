@@ -7,10 +7,16 @@
 namespace gradcache::retriever {
 namespace {
 
-// The dev data of --train-file data: the --dev-* files, or pairs held out of `train`.
-EvalData user_dev_data(const TrainConfig& config, std::vector<TrainExample>& train, std::vector<std::string>& notices) {
-  if (config.selection.dev_fraction > 0)
-    return hold_out_dev(train, config.selection.dev_fraction, config.training.seed, config.data.train_file);
+// The dev data of --train-file data: the --dev-* files, or pairs held out of `train` (which then
+// holds the rest in memory: the held-out queries are ranked against every passage of the file).
+EvalData user_dev_data(const TrainConfig& config, std::shared_ptr<const TrainingExamples>& train,
+                       std::vector<std::string>& notices) {
+  if (config.selection.dev_fraction > 0) {
+    std::vector<TrainExample> examples = all_examples(*train);
+    auto dev = hold_out_dev(examples, config.selection.dev_fraction, config.training.seed, config.data.train_file);
+    train = examples_in_memory(std::move(examples));
+    return dev;
+  }
   const auto& corpus = config.selection.dev_corpus.empty() ? config.data.eval_corpus : config.selection.dev_corpus;
   auto dev = read_eval_files({corpus, config.selection.dev_queries, config.selection.dev_qrels},
                              config.data.on_bad_line, notices);
@@ -23,12 +29,14 @@ EvalData user_dev_data(const TrainConfig& config, std::vector<TrainExample>& tra
 TaskData load_task(const TrainConfig& config, const std::string& split) {
   TaskData task;
   const auto on_bad = config.data.on_bad_line;
-  auto pairs = load_training_pairs(config.data.train_file, config.data.wordnet_dir, DataFiles(on_bad, task.notices));
-  task.train = std::move(pairs.examples);
-  if (pairs.wordnet) {
+  const DataFiles read(on_bad, task.notices);
+  if (config.data.train_file.empty()) {
+    auto pairs = load_training_pairs("", config.data.wordnet_dir, read);
+    task.train = examples_in_memory(std::move(pairs.examples));
     if (config.eval.enabled) task.eval = wordnet_split(*pairs.wordnet, split);
     if (config.selection.eval_every > 0) task.dev = wordnet_split(*pairs.wordnet, "dev");
   } else {
+    task.train = read.indexed_train_examples(config.data.train_file);
     if (config.eval.enabled && !config.data.eval_corpus.empty()) {
       task.eval = read_eval_files({config.data.eval_corpus, config.data.eval_queries, config.data.eval_qrels}, on_bad,
                                   task.notices);

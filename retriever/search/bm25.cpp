@@ -1,5 +1,6 @@
 #include "retriever/search/bm25.h"
 
+#include "retriever/files/fnv1a.h"
 #include "retriever/files/scratch.h"
 #include "retriever/model/encode_all.h"
 
@@ -27,11 +28,8 @@ constexpr const char* kSignatureKey = "gradcache.bm25";
 /// What the index was built from: the analysis (version, stemmer) and the corpus (count and a
 /// 64-bit FNV-1a of every id and text with their lengths).
 std::string corpus_signature(const TextCollection& corpus) {
-  uint64_t hash = 1469598103934665603ull;
-  auto mix = [&](const std::string& s) {
-    const std::string framed = std::to_string(s.size()) + ":" + s;
-    for (unsigned char c : framed) hash = (hash ^ c) * 1099511628211ull;
-  };
+  uint64_t hash = 1469598103934665603ull;  // not FNV's basis (a digit short), kept: indexes on disk carry it
+  auto mix = [&](const std::string& s) { hash = fnv1a64(std::to_string(s.size()) + ":" + s, hash); };
   for (size_t i = 0; i < corpus.size(); ++i) {
     mix(corpus.ids[i]);
     mix(corpus.texts[i]);

@@ -103,7 +103,7 @@ void TrainingRun::check_resumed_position() const {
 // measured on the first batch, for each side. Chosen once: a resumed run keeps them.
 void TrainingRun::choose_chunk_sizes() {
   if (!config_.batching.chunk_size_auto || resumed_) return;
-  const auto examples = data_->batch_examples(epoch_order(data_->size(), config_.training.seed, 0), 0);
+  const auto first = data_->prepare_batch(epoch_order(data_->size(), config_.training.seed, 0), 0, 0);
   GradCacheOptions options;
   options.split_input_fn(split_and_trim).precision(model_->precision());
   // Probe with the longest texts first: chunks are the first rows, and the longest cost most.
@@ -113,9 +113,9 @@ void TrainingRun::choose_chunk_sizes() {
     return batch;
   };
   auto& model = model_->model();
-  const auto q = find_chunk_size(model.query_model(), longest_first(data_->queries_of(examples, device_)),
+  const auto q = find_chunk_size(model.query_model(), longest_first(on_device(first.queries, device_)),
                                  config_.batching.chunk_memory, options);
-  const auto p = find_chunk_size(model.passage_model(), longest_first(data_->passages_of(examples, 0, device_)),
+  const auto p = find_chunk_size(model.passage_model(), longest_first(on_device(first.passages, device_)),
                                  config_.batching.chunk_memory, options);
   config_.batching.chunk_size = q.chunk_size;
   config_.batching.passage_chunk_size = p.chunk_size;

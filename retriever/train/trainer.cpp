@@ -12,6 +12,7 @@
 #include "retriever/run/progress.h"
 #include "retriever/run/run_directory.h"
 #include "retriever/search/evaluate.h"
+#include "retriever/train/batch_prefetch.h"
 #include "retriever/train/curves.h"
 #include "retriever/train/model_selection.h"
 #include "retriever/train/run_evaluation.h"
@@ -28,6 +29,8 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <memory>
+#include <optional>
 #include <sstream>
 
 namespace gradcache {
@@ -78,7 +81,9 @@ void TrainingRun::record_step(StepRecord record, double loss, size_t pairs, doub
 }
 
 void TrainingRun::train_loop() {
-  std::vector<int64_t> order;
+  // The batches of the current epoch, prepared --prefetch ahead on a thread that shares `order`.
+  std::shared_ptr<const std::vector<int64_t>> order;
+  std::optional<BatchPrefetch> batches;
   int64_t order_epoch = -1;
   const int64_t first_step = progress_state_.step;
   const auto loop_start = Clock::now();
@@ -89,14 +94,19 @@ void TrainingRun::train_loop() {
       break;
     }
     if (order_epoch != progress_state_.epoch) {  // a permutation per epoch, the same on resume
-      order = data_->order_of_epoch(progress_state_.epoch, [this](const std::string& text) { log(text); });
+      batches.reset();
+      order = std::make_shared<const std::vector<int64_t>>(
+          data_->order_of_epoch(progress_state_.epoch, [this](const std::string& text) { log(text); }));
       order_epoch = progress_state_.epoch;
+      batches.emplace([data = data_.get(), order, epoch = order_epoch](int64_t b) { return data->prepare_batch(*order, b, epoch); },
+                      progress_state_.batch_in_epoch, steps_per_epoch_, config_.machine.prefetch);
     }
-    const auto examples = data_->batch_examples(order, progress_state_.batch_in_epoch);
     const auto step_start = Clock::now();
     StepRecord times;
-    const auto queries = data_->queries_of(examples, device_);
-    const auto passages = data_->passages_of(examples, progress_state_.epoch, device_);
+    const PreparedBatch batch = batches->next();  // waits only when tokenizing is slower than the steps
+    const auto queries = on_device(batch.queries, device_);
+    const auto passages = on_device(batch.passages, device_);
+    const auto& examples = batch.examples;
     times.collate_s = seconds_since(step_start);
     const double loss = train_step(queries, passages, progress_state_.step, times);
     const double step_seconds = seconds_since(step_start);

@@ -1,5 +1,6 @@
 #include "retriever/train/training_data.h"
 
+#include "retriever/files/fnv1a.h"
 #include "retriever/model/batching.h"
 #include "retriever/train/no_duplicates.h"
 
@@ -9,12 +10,10 @@
 
 #include <algorithm>
 #include <chrono>
-#include <cstdio>
 #include <cstring>
 #include <numeric>
 #include <random>
 #include <stdexcept>
-#include <unordered_map>
 
 namespace gradcache {
 namespace retriever {
@@ -40,19 +39,14 @@ TrainingData::TrainingData(const TrainConfig& config, const TokenizerSource& tok
     : config_(config), share_(share) {
   const auto task = load_task(config_);
   for (const auto& notice : task.notices) log(notice);
-  if (task.train.empty()) throw std::invalid_argument("no training examples");
+  examples_ = task.train;
+  if (!examples_ || examples_->size() == 0) throw std::invalid_argument("no training examples");
+  check_negatives();
   stop_if_signalled(tokenizer.stop);
-  load_tokenizer(task, tokenizer, log);
+  load_tokenizer(tokenizer, log);
   stop_if_signalled(tokenizer.stop);
-  const auto tokenize_start = std::chrono::steady_clock::now();
-  tokenize_training(task);
-  stop_if_signalled(tokenizer.stop);
-  // Printed because it is part of the cost of training that metrics.jsonl's steps do not carry
-  // (texts are tokenized once here, not per batch); bench/side_by_side.py reads it.
-  char took[64];
-  std::snprintf(took, sizeof took, "%.3f", std::chrono::duration<double>(std::chrono::steady_clock::now() - tokenize_start).count());
-  log("tokenized " + std::to_string(query_tokens_.size()) + " queries and " + std::to_string(passage_tokens_.size()) +
-      " passages in " + took + " s");
+  log("training data: " + std::to_string(examples_->size()) + " examples " + examples_->source() +
+      "; texts are tokenized per batch");
   auto tokenize = [&](const EvalData& data) {
     return tokenize_eval_set(data.name, data.corpus, data.queries, data.qrels, *tokenizer_,
                              static_cast<size_t>(config_.tokenizer.query_max_len),
@@ -78,13 +72,13 @@ std::string bytes_of_rank_zero(const distributed::ProcessGroup& group, const std
 
 }  // namespace
 
-void TrainingData::load_tokenizer(const TaskData& task, const TokenizerSource& source,
+void TrainingData::load_tokenizer(const TokenizerSource& source,
                                   const std::function<void(const std::string&)>& log) {
-  read_or_train_tokenizer(task, source, log);
+  read_or_train_tokenizer(source, log);
   tokenizer_ = tokenizer_->with_prompts(resolve_prompts(config_.encoder.prompts(), source.pretrained));
 }
 
-void TrainingData::read_or_train_tokenizer(const TaskData& task, const TokenizerSource& source,
+void TrainingData::read_or_train_tokenizer(const TokenizerSource& source,
                                            const std::function<void(const std::string&)>& log) {
   if (source.pretrained) {  // a --model-dir model's own (also when resumed: the checkpoint holds it)
     tokenizer_ = pretrained_tokenizer(*source.pretrained);
@@ -102,13 +96,19 @@ void TrainingData::read_or_train_tokenizer(const TaskData& task, const Tokenizer
     tokenizer_ = Tokenizer::from_serialized(bytes_of_rank_zero(*source.group, ""));
     return;
   }
-  std::vector<std::string> texts;
-  for (const auto& ex : task.train) {
-    texts.push_back(ex.query);
-    texts.insert(texts.end(), ex.positives.begin(), ex.positives.end());
-    texts.insert(texts.end(), ex.negatives.begin(), ex.negatives.end());
-  }
   TokenizerTrainOptions options;
+  // Every example's texts up to kTokenizerExamples examples, else every n-th example's:
+  // sentencepiece samples options.max_sentences of them anyway, and a file larger than
+  // memory is not read into it.
+  constexpr size_t kTokenizerExamples = 200000;
+  const size_t stride = (examples_->size() + kTokenizerExamples - 1) / kTokenizerExamples;
+  std::vector<std::string> texts;
+  for (size_t i = 0; i < examples_->size(); i += stride) {
+    TrainExample ex = examples_->at(i);
+    texts.push_back(std::move(ex.query));
+    for (auto& p : ex.positives) texts.push_back(std::move(p));
+    for (auto& n : ex.negatives) texts.push_back(std::move(n));
+  }
   options.vocab_size = static_cast<int>(config_.tokenizer.vocab_size);
   options.fit_vocab_size = true;
   options.stop = source.stop;
@@ -128,85 +128,78 @@ void TrainingData::read_or_train_tokenizer(const TaskData& task, const Tokenizer
   if (source.group) bytes_of_rank_zero(*source.group, tokenizer_->serialized());
 }
 
-// Token ids of every query, and of every distinct passage once.
-void TrainingData::tokenize_training(const TaskData& task) {
-  std::unordered_map<std::string, int64_t> passage_row;
-  auto passage = [&](const std::string& text) {
-    auto [it, inserted] = passage_row.emplace(text, static_cast<int64_t>(passage_tokens_.size()));
-    if (inserted)
-      passage_tokens_.push_back(
-          tokenizer_->encode_passage(text, static_cast<size_t>(config_.tokenizer.passage_max_len)));
-    return it->second;
-  };
-  for (size_t i = 0; i < task.train.size(); ++i) {
-    const auto& ex = task.train[i];
-    if (config_.batching.negatives > 0 && ex.negatives.empty()) {
-      throw std::invalid_argument("--negatives " + std::to_string(config_.batching.negatives) + ": training example " +
-                                  std::to_string(i + 1) + " (query \"" + ex.query.substr(0, 60) +
-                                  "\") has no negatives; drop --negatives or give every example negatives");
-    }
-    query_tokens_.push_back(tokenizer_->encode_query(ex.query, static_cast<size_t>(config_.tokenizer.query_max_len)));
-    positives_.emplace_back();
-    for (const auto& p : ex.positives) positives_.back().push_back(passage(p));
-    negatives_.emplace_back();
-    if (config_.batching.negatives > 0) {
-      for (const auto& n : ex.negatives) negatives_.back().push_back(passage(n));
-    }
-  }
-  if (!config_.training.no_duplicates) return;
-  // A query's text id: the row of the passage with the same text, else one past the passages'.
-  std::unordered_map<std::string, int64_t> query_only;
-  for (const auto& ex : task.train) {
-    auto same = passage_row.find(ex.query);
-    query_texts_.push_back(same != passage_row.end()
-                               ? same->second
-                               : query_only.emplace(ex.query, static_cast<int64_t>(passage_row.size() + query_only.size()))
-                                     .first->second);
+void TrainingData::check_negatives() const {
+  if (config_.batching.negatives == 0) return;
+  if (const auto i = examples_->first_without_negatives()) {
+    throw std::invalid_argument("--negatives " + std::to_string(config_.batching.negatives) + ": training example " +
+                                std::to_string(*i + 1) + " (query \"" + examples_->at(*i).query.substr(0, 60) +
+                                "\") has no negatives; drop --negatives or give every example negatives");
   }
 }
 
-std::vector<int64_t> TrainingData::batch_examples(const std::vector<int64_t>& order, int64_t batch_in_epoch) const {
-  if (batch_in_epoch < 0 || static_cast<uint64_t>(batch_in_epoch) * config_.batching.batch_size >= order.size()) {
+PreparedBatch TrainingData::prepare_batch(const std::vector<int64_t>& order, int64_t batch_in_epoch,
+                                          int64_t epoch) const {
+  const auto batch_size = static_cast<uint64_t>(config_.batching.batch_size);
+  if (batch_in_epoch < 0 || static_cast<uint64_t>(batch_in_epoch) * batch_size >= order.size()) {
     throw std::out_of_range("batch " + std::to_string(batch_in_epoch + 1) +
                             " of an epoch does not exist: " + std::to_string(order.size()) +
-                            " examples make fewer batches of " + std::to_string(config_.batching.batch_size));
+                            " examples make fewer batches of " + std::to_string(batch_size));
   }
-  const auto begin = static_cast<size_t>(batch_in_epoch * config_.batching.batch_size);
-  std::vector<int64_t> examples(
-      order.begin() + begin,
-      order.begin() + std::min(order.size(), begin + static_cast<size_t>(config_.batching.batch_size)));
+  const auto begin = static_cast<size_t>(batch_in_epoch) * batch_size;
+  const std::vector<int64_t> batch(order.begin() + begin, order.begin() + std::min(order.size(), begin + batch_size));
+  const auto query_max_len = static_cast<size_t>(config_.tokenizer.query_max_len);
+  // examples[i] and queries[i] are batch[i]'s; positions index them. A rank reads and tokenizes
+  // only its share of the batch (rows [n r / W, n (r + 1) / W) of the batch's order), sorted by
+  // query length (less padding per chunk) unless in accumulate mode, where the order decides
+  // which examples share a sub-batch.
+  std::vector<std::optional<TrainExample>> examples(batch.size());
+  std::vector<std::vector<int64_t>> queries(batch.size());
+  const size_t n = batch.size();
+  std::vector<int64_t> positions(n * (share_.rank + 1) / share_.world - n * share_.rank / share_.world);
+  std::iota(positions.begin(), positions.end(), static_cast<int64_t>(n * share_.rank / share_.world));
+  for (const int64_t position : positions) {
+    const auto i = static_cast<size_t>(position);
+    examples[i] = examples_->at(static_cast<size_t>(batch[i]));
+    queries[i] = tokenizer_->encode_query(examples[i]->query, query_max_len);
+  }
   if (config_.batching.sort_by_length && config_.batching.mode != TrainMode::Accumulate)
-    examples = sorted_by_length(query_tokens_, examples);
-  if (share_.world == 1) return examples;
-  const size_t n = examples.size();
-  return std::vector<int64_t>(examples.begin() + n * share_.rank / share_.world,
-                              examples.begin() + n * (share_.rank + 1) / share_.world);
-}
-
-TokenBatch TrainingData::queries_of(const std::vector<int64_t>& examples, const c10::Device& device) const {
-  auto batch = pad_batch(query_tokens_, examples);
-  for (auto& [name, t] : batch) t = t.to(device);
-  return batch;
+    positions = sorted_by_length(queries, positions);
+  PreparedBatch prepared;
+  std::vector<std::vector<int64_t>> passages;
+  const auto passage_max_len = static_cast<size_t>(config_.tokenizer.passage_max_len);
+  for (const int64_t position : positions) {
+    const auto i = static_cast<size_t>(position);
+    prepared.examples.push_back(batch[i]);
+    for (const std::string* text : drawn_passages(*examples[i], batch[i], epoch))
+      passages.push_back(tokenizer_->encode_passage(*text, passage_max_len));
+  }
+  prepared.queries = pad_batch(queries, positions);
+  std::vector<int64_t> rows(passages.size());
+  std::iota(rows.begin(), rows.end(), 0);
+  prepared.passages = pad_batch(passages, rows);
+  return prepared;
 }
 
 // The passages are drawn from a generator that depends only on (seed, epoch, example): a
 // resumed run draws the same ones.
-std::vector<int64_t> TrainingData::drawn_passages(int64_t e, int64_t epoch) const {
-  std::vector<int64_t> rows;
+std::vector<const std::string*> TrainingData::drawn_passages(const TrainExample& example, int64_t e,
+                                                             int64_t epoch) const {
+  std::vector<const std::string*> drawn;
   std::mt19937_64 rng(
       mix_seed(config_.training.seed ^ mix_seed((static_cast<uint64_t>(epoch) << 32) ^ static_cast<uint64_t>(e))));
-  const auto& pos = positives_[e];
-  rows.push_back(pos[rng() % pos.size()]);
-  auto negs = negatives_[e];
+  const auto& pos = example.positives;
+  drawn.push_back(&pos[rng() % pos.size()]);
+  std::vector<const std::string*> negs;
+  for (const auto& n : example.negatives) negs.push_back(&n);
   for (int64_t k = 0; k < config_.batching.negatives; ++k) {
     if (static_cast<int64_t>(negs.size()) >= config_.batching.negatives) {  // without replacement
       std::swap(negs[k], negs[k + rng() % (negs.size() - k)]);
-      rows.push_back(negs[k]);
+      drawn.push_back(negs[k]);
     } else {  // too few: with replacement, as Tevatron does
-      rows.push_back(negs[rng() % negs.size()]);
+      drawn.push_back(negs[rng() % negs.size()]);
     }
   }
-  return rows;
+  return drawn;
 }
 
 std::vector<int64_t> TrainingData::order_of_epoch(int64_t epoch, const std::function<void(const std::string&)>& log) const {
@@ -214,8 +207,12 @@ std::vector<int64_t> TrainingData::order_of_epoch(int64_t epoch, const std::func
   if (!config_.training.no_duplicates) return order;
   OrderWithoutDuplicates rearranged =
       without_duplicate_texts(order, config_.batching.batch_size, [&](int64_t e) {
-        std::vector<int64_t> texts = drawn_passages(e, epoch);
-        texts.push_back(query_texts_[static_cast<size_t>(e)]);
+        // A text's id is its hash: equal texts, query or passage, are one text.
+        const TrainExample example = examples_->at(static_cast<size_t>(e));
+        std::vector<int64_t> texts;
+        for (const std::string* text : drawn_passages(example, e, epoch))
+          texts.push_back(static_cast<int64_t>(fnv1a64(*text)));
+        texts.push_back(static_cast<int64_t>(fnv1a64(example.query)));
         return texts;
       });
   std::string told = "epoch " + std::to_string(epoch + 1) + ": --no-duplicates put " +
@@ -225,18 +222,6 @@ std::vector<int64_t> TrainingData::order_of_epoch(int64_t epoch, const std::func
             " batches are what was left and may hold a text twice";
   log(told);
   return std::move(rearranged.order);
-}
-
-TokenBatch TrainingData::passages_of(const std::vector<int64_t>& examples, int64_t epoch,
-                                     const c10::Device& device) const {
-  std::vector<int64_t> rows;
-  for (auto e : examples) {
-    const std::vector<int64_t> drawn = drawn_passages(e, epoch);
-    rows.insert(rows.end(), drawn.begin(), drawn.end());
-  }
-  auto batch = pad_batch(passage_tokens_, rows);
-  for (auto& [name, t] : batch) t = t.to(device);
-  return batch;
 }
 
 }  // namespace retriever

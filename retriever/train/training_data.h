@@ -1,6 +1,7 @@
-// The data of a training run: the task, the tokenizer, every text's token ids, and the
-// batches of each step, drawn so that a resumed run (and each rank of a distributed one)
-// sees exactly the batches of the original.
+// The data of a training run: the task, the tokenizer, every text once, and the batches of
+// each step, drawn so that a resumed run (and each rank of a distributed one) sees exactly the
+// batches of the original. Texts are tokenized per batch (prepare_batch), which
+// train/batch_prefetch.h runs ahead of the step in a background thread.
 #pragma once
 
 #include "retriever/config/train_config.h"
@@ -13,6 +14,7 @@
 #include <atomic>
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -30,9 +32,17 @@ uint64_t mix_seed(uint64_t x);
 /// A permutation of n examples that depends only on (seed, epoch).
 std::vector<int64_t> epoch_order(size_t n, uint64_t seed, int64_t epoch);
 
-/// Which share of each batch this process takes (rank r of W: rows [n r / W, n (r+1) / W)).
+/// Which share of each batch this process takes (rank r of W: rows [n r / W, n (r+1) / W) of
+/// the batch in the epoch's order).
 struct BatchShare {
   int rank = 0, world = 1;
+};
+
+/// One step's share of a batch, tokenized and padded, on the CPU.
+struct PreparedBatch {
+  std::vector<int64_t> examples;  ///< this process's examples, in the order of the rows
+  TokenBatch queries;             ///< one row per example
+  TokenBatch passages;            ///< each example's positive then its hard negatives (1 + k rows)
 };
 
 class TrainingData {
@@ -50,11 +60,11 @@ class TrainingData {
     /// training at once (StoppedBySignal).
     const std::atomic<int>* stop = nullptr;
   };
-  /// Loads the task and tokenizes it; throws std::invalid_argument naming the flag or file.
+  /// Loads the task and the tokenizer; throws std::invalid_argument naming the flag or file.
   TrainingData(const TrainConfig& config, const TokenizerSource& tokenizer, BatchShare share,
                const std::function<void(const std::string&)>& log);
 
-  size_t size() const { return query_tokens_.size(); }
+  size_t size() const { return examples_->size(); }
   const Tokenizer& tokenizer() const { return *tokenizer_; }
   const std::optional<TokenizedEvalSet>& eval_set() const { return eval_set_; }
   /// The dev data of model selection (--eval-every), tokenized on rank 0 only (it evaluates).
@@ -63,36 +73,33 @@ class TrainingData {
   const std::optional<EvalData>& eval_texts() const { return eval_texts_; }
 
   /// The order of `epoch`'s examples: epoch_order, rearranged by --no-duplicates
-  /// (without_duplicate_texts over each example's query and the passages passages_of draws for
+  /// (without_duplicate_texts over each example's query and the passages drawn for
   /// it in that epoch). The same for every rank and on resume. `log` hears what was moved.
   std::vector<int64_t> order_of_epoch(int64_t epoch, const std::function<void(const std::string&)>& log) const;
 
-  /// This process's examples of batch `batch_in_epoch` of an epoch in `order`: ordered by
-  /// query length (less padding per chunk) unless in accumulate mode, where the order
-  /// decides which examples share a sub-batch.
-  std::vector<int64_t> batch_examples(const std::vector<int64_t>& order, int64_t batch_in_epoch) const;
-  /// The queries of `examples`, padded, on `device`.
-  TokenBatch queries_of(const std::vector<int64_t>& examples, const c10::Device& device) const;
-  /// Each example's positive then its hard negatives (1 + k rows each), on `device`.
-  TokenBatch passages_of(const std::vector<int64_t>& examples, int64_t epoch, const c10::Device& device) const;
+  /// This process's share of batch `batch_in_epoch` of an epoch in `order` (BatchShare's rows
+  /// of the batch), read and tokenized: its examples ordered by query length (less padding per
+  /// chunk) unless in accumulate mode, where the order decides which examples share a
+  /// sub-batch; the passages drawn for `epoch`. No rank reads another's share. Changes nothing
+  /// the constructor built: safe on any thread, concurrently.
+  PreparedBatch prepare_batch(const std::vector<int64_t>& order, int64_t batch_in_epoch, int64_t epoch) const;
 
  private:
-  void load_tokenizer(const TaskData& task, const TokenizerSource& source,
+  void load_tokenizer(const TokenizerSource& source,
                       const std::function<void(const std::string&)>& log);
-  void read_or_train_tokenizer(const TaskData& task, const TokenizerSource& source,
+  void read_or_train_tokenizer(const TokenizerSource& source,
                                const std::function<void(const std::string&)>& log);
-  void tokenize_training(const TaskData& task);
-  /// Example e's passage rows in `epoch`: a positive, then --negatives hard negatives.
-  std::vector<int64_t> drawn_passages(int64_t e, int64_t epoch) const;
+  /// With --negatives: every example has hard negatives (else std::invalid_argument naming one).
+  void check_negatives() const;
+  /// The passages example e draws in `epoch`: a positive, then --negatives hard negatives.
+  std::vector<const std::string*> drawn_passages(const TrainExample& example, int64_t e, int64_t epoch) const;
 
   const TrainConfig& config_;
   BatchShare share_;
   std::optional<Tokenizer> tokenizer_;
   std::optional<TokenizedEvalSet> eval_set_, dev_set_;
   std::optional<EvalData> eval_texts_;
-  std::vector<std::vector<int64_t>> query_tokens_, passage_tokens_;
-  std::vector<std::vector<int64_t>> positives_, negatives_;  // per example: passage rows
-  std::vector<int64_t> query_texts_;  // --no-duplicates: each query's text id (a passage's row if the same text)
+  std::shared_ptr<const TrainingExamples> examples_;
 };
 
 }  // namespace retriever

@@ -50,7 +50,7 @@ struct StepOptions {
   TORCH_ARG(GradCacheOptions, cache);
   /// cache: chunk the passages in order of their own length (the attention mask's row sums),
   /// and give the loss their representations back in batch order. The batch comes sorted by
-  /// query length (TrainingData::batch_examples), which groups the queries into chunks of
+  /// query length (TrainingData::prepare_batch), which groups the queries into chunks of
   /// similar length but leaves each passage chunk padded to its longest of unrelated
   /// passages. Exact: the loss's index_select carries the cached gradient back to each
   /// passage's own row. Not with a learned similarity (the dual cache keeps the batch order).

@@ -174,7 +174,7 @@ TEST(Task, SkippedLinesAreCountedAndNamed) {
   config.data.train_file = dir / "some_bad.tsv";
   config.data.on_bad_line = gr::OnBadLine::Skip;
   const auto task = gr::load_task(config);
-  EXPECT_EQ(task.train.size(), 96u);
+  EXPECT_EQ(task.train->size(), 96u);
   ASSERT_EQ(task.notices.size(), 1u);
   EXPECT_NE(task.notices[0].find("some_bad.tsv: skipped 3 of 99 lines (--on-bad-line skip); first: "),
             std::string::npos)
