@@ -148,22 +148,28 @@ PreparedBatch TrainingData::prepare_batch(const std::vector<int64_t>& order, int
   const auto begin = static_cast<size_t>(batch_in_epoch) * batch_size;
   const std::vector<int64_t> batch(order.begin() + begin, order.begin() + std::min(order.size(), begin + batch_size));
   const auto query_max_len = static_cast<size_t>(config_.tokenizer.query_max_len);
-  // examples[i] and queries[i] are batch[i]'s; positions index them. A rank reads and tokenizes
-  // only its share of the batch (rows [n r / W, n (r + 1) / W) of the batch's order), sorted by
-  // query length (less padding per chunk) unless in accumulate mode, where the order decides
-  // which examples share a sub-batch.
+  // examples[i] and queries[i] are batch[i]'s; positions index them. Sorted by query length
+  // (less padding per chunk) unless in accumulate mode, where the order decides which examples
+  // share a sub-batch. Sorting needs every query's length: then each rank reads and tokenizes
+  // the batch's queries and sorts them as one process does, so that the ranks' chunks are one
+  // process's chunks (the same sums, in the same order); else it reads only its share.
   std::vector<std::optional<TrainExample>> examples(batch.size());
   std::vector<std::vector<int64_t>> queries(batch.size());
-  const size_t n = batch.size();
-  std::vector<int64_t> positions(n * (share_.rank + 1) / share_.world - n * share_.rank / share_.world);
-  std::iota(positions.begin(), positions.end(), static_cast<int64_t>(n * share_.rank / share_.world));
-  for (const int64_t position : positions) {
-    const auto i = static_cast<size_t>(position);
+  auto read = [&](size_t i) {
+    if (examples[i]) return;
     examples[i] = examples_->at(static_cast<size_t>(batch[i]));
     queries[i] = tokenizer_->encode_query(examples[i]->query, query_max_len);
-  }
-  if (config_.batching.sort_by_length && config_.batching.mode != TrainMode::Accumulate)
+  };
+  std::vector<int64_t> positions(batch.size());
+  std::iota(positions.begin(), positions.end(), 0);
+  if (config_.batching.sort_by_length && config_.batching.mode != TrainMode::Accumulate) {
+    for (size_t i = 0; i < batch.size(); ++i) read(i);
     positions = sorted_by_length(queries, positions);
+  }
+  const size_t n = positions.size();
+  positions = std::vector<int64_t>(positions.begin() + n * share_.rank / share_.world,
+                                   positions.begin() + n * (share_.rank + 1) / share_.world);
+  for (const int64_t position : positions) read(static_cast<size_t>(position));
   PreparedBatch prepared;
   std::vector<std::vector<int64_t>> passages;
   const auto passage_max_len = static_cast<size_t>(config_.tokenizer.passage_max_len);

@@ -33,7 +33,7 @@ uint64_t mix_seed(uint64_t x);
 std::vector<int64_t> epoch_order(size_t n, uint64_t seed, int64_t epoch);
 
 /// Which share of each batch this process takes (rank r of W: rows [n r / W, n (r+1) / W) of
-/// the batch in the epoch's order).
+/// the batch, after sorting by length).
 struct BatchShare {
   int rank = 0, world = 1;
 };
@@ -77,11 +77,11 @@ class TrainingData {
   /// it in that epoch). The same for every rank and on resume. `log` hears what was moved.
   std::vector<int64_t> order_of_epoch(int64_t epoch, const std::function<void(const std::string&)>& log) const;
 
-  /// This process's share of batch `batch_in_epoch` of an epoch in `order` (BatchShare's rows
-  /// of the batch), read and tokenized: its examples ordered by query length (less padding per
-  /// chunk) unless in accumulate mode, where the order decides which examples share a
-  /// sub-batch; the passages drawn for `epoch`. No rank reads another's share. Changes nothing
-  /// the constructor built: safe on any thread, concurrently.
+  /// This process's share of batch `batch_in_epoch` of an epoch in `order`, read and
+  /// tokenized: the batch's examples ordered by query length (less padding per chunk) unless in
+  /// accumulate mode, where the order decides which examples share a sub-batch, then
+  /// BatchShare's rows of them; the passages drawn for `epoch`. Changes nothing the constructor
+  /// built: safe on any thread, concurrently.
   PreparedBatch prepare_batch(const std::vector<int64_t>& order, int64_t batch_in_epoch, int64_t epoch) const;
 
  private:
