@@ -40,6 +40,13 @@ enum class Format { Jsonl, Tsv };
 /// is reported as such rather than as a parse error on line 1.
 Format format_of(const std::string& path);
 
+/// Drops a Windows line end ("\r" left by getline) and, on a file's first line, a UTF-8 byte
+/// order mark: what every reader of a line does before parsing it.
+inline void without_line_end_or_mark(std::string& line, bool first_line) {
+  if (!line.empty() && line.back() == '\r') line.pop_back();
+  if (first_line && line.compare(0, 3, "\xEF\xBB\xBF") == 0) line.erase(0, 3);
+}
+
 /// A line of a training-pairs file in `format` (read_train_examples' rules); throws BadLine.
 /// Defined with the other line parsers in text_data.cpp; the indexed training file
 /// (training_examples.cpp) parses its lines again with it when a batch needs them.
@@ -62,8 +69,7 @@ class LineSource {
       line_offset_ = bytes_read_;
       bytes_read_ += line.size() + 1;
       const size_t number = ++stats_.lines;
-      if (!line.empty() && line.back() == '\r') line.pop_back();  // Windows line ends
-      if (number == 1 && line.compare(0, 3, "\xEF\xBB\xBF") == 0) line.erase(0, 3);  // byte order mark
+      without_line_end_or_mark(line, number == 1);
       if (trim(line).empty()) continue;
       try {
         check_text(line);

@@ -106,8 +106,7 @@ std::string IndexedFile::line_at(uint64_t offset) const {
     if (end || got == 0) break;
     at += static_cast<uint64_t>(got);
   }
-  if (!line.empty() && line.back() == '\r') line.pop_back();
-  if (offset == 0 && line.compare(0, 3, "\xEF\xBB\xBF") == 0) line.erase(0, 3);
+  lines::without_line_end_or_mark(line, offset == 0);
   return line;
 }
 
