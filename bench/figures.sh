@@ -19,9 +19,10 @@
 #   soak         docs/figures/soak.json: RSS over 1,000 training steps, growth after warm-up (2 min)
 #   fuzz         docs/figures/fuzz.log: scripts/fuzz.sh 60, each fuzz target's runs, exec/s, coverage
 #                (6 min once build-asan is built, 10-30 min more before; not in the default list)
-#   ci           docs/figures/ci.log: `bash .ci/run` on a clean clone of HEAD in a scratch directory (a
-#                cold build, as CI's): each step's time, the sanitizer tests' and the fuzz
-#                targets' summaries (40 min; not in the default list)
+#   ci           docs/figures/ci.log: `bash .ci/run` on a clean clone of HEAD in a scratch directory:
+#                each step's time, the sanitizer tests' and the fuzz targets' summaries (about an
+#                hour; not in the default list). ccache is used if warm; CCACHE_DISABLE=1 makes
+#                every compile cold, as on CI's own machine
 #   search       docs/figures/search.json: FAISS flat vs exact_top_k, HNSW, IVF-PQ and BM25 on the WordNet
 #                test split, with a --quick model (gradcache-search-bench; 3 min)
 #   negatives    docs/negatives.md + .json: in-batch vs BM25 vs dense-mined negatives, 3 seeds
@@ -85,12 +86,12 @@ for part in "${parts[@]}"; do
     soak)
       "$bench" soak --json >docs/figures/soak.json.tmp && mv docs/figures/soak.json.tmp docs/figures/soak.json ;;
     fuzz)
-      { echo "\$ bash scripts/fuzz.sh 60   # $(date -u +%Y-%m-%dT%H:%MZ), load average $(cut -d' ' -f1 /proc/loadavg)"
+      { echo "\$ bash scripts/fuzz.sh 60   # $(date -u +%Y-%m-%dT%H:%MZ), load average $(cut -d' ' -f1 /proc/loadavg), ccache $([ "${CCACHE_DISABLE:-}" = 1 ] && echo off || echo on)"
         bash scripts/fuzz.sh 60 2>&1 | sed -n '/^== summary/,$p'; } >docs/figures/fuzz.log.tmp && mv docs/figures/fuzz.log.tmp docs/figures/fuzz.log ;;
     ci)
       clone=$(mktemp -d /tmp/gradcache-ci.XXXXXX)
       git clone -q . "$clone"
-      { echo "\$ bash .ci/run   # on a clean clone of $(git rev-parse --short HEAD), $(date -u +%Y-%m-%dT%H:%MZ), load average $(cut -d' ' -f1 /proc/loadavg)"
+      { echo "\$ bash .ci/run   # on a clean clone of $(git rev-parse --short HEAD), $(date -u +%Y-%m-%dT%H:%MZ), load average $(cut -d' ' -f1 /proc/loadavg), ccache $([ "${CCACHE_DISABLE:-}" = 1 ] && echo off || echo on)"
         (cd "$clone" && bash .ci/run 2>&1) |
           grep -E '^(====|== sanitize.sh|fuzz_|  [a-z].*: [0-9]+ s$|[0-9]+% tests passed|Total Test time)'; } \
         >docs/figures/ci.log.tmp && mv docs/figures/ci.log.tmp docs/figures/ci.log
@@ -119,7 +120,7 @@ for part in "${parts[@]}"; do
       bash bench/main_nproc.sh >/dev/null ;;
     main)
       # The main job exactly as the README's first command runs it, into a fresh run directory.
-      { echo "\$ bash scripts/main.sh   # $(date -u +%Y-%m-%dT%H:%MZ), load average $(cut -d' ' -f1 /proc/loadavg)"
+      { echo "\$ bash scripts/main.sh   # $(date -u +%Y-%m-%dT%H:%MZ), load average $(cut -d' ' -f1 /proc/loadavg), ccache $([ "${CCACHE_DISABLE:-}" = 1 ] && echo off || echo on)"
         SECONDS=0
         bash scripts/main.sh 2>&1
         echo "main job: ${SECONDS} s wall in all (the build, already done, included)"; } \

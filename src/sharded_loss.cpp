@@ -26,7 +26,7 @@ namespace {
 using torch::autograd::AutogradContext;
 using torch::autograd::variable_list;
 
-constexpr const char* kWho = "sharded_contrastive_loss";
+constexpr const char* kShardedLoss = "sharded_contrastive_loss";
 // Message streams of the ring: passage blocks, and the running sums that travel with them.
 constexpr int kBlockTag = 7001, kSumsTag = 7002;
 
@@ -69,7 +69,7 @@ c10::intrusive_ptr<Ring> ring_of(AutogradContext* ctx) {
 void check_tiles_on_every_rank(const detail::TileChecks& checks, const ProcessGroup& group) {
   if (!any_rank(group)(!checks.ok())) return;
   checks.check();
-  throw NonFiniteLossError(std::string(kWho) + ": a score is NaN or infinite on another rank; nothing was "
+  throw NonFiniteLossError(std::string(kShardedLoss) + ": a score is NaN or infinite on another rank; nothing was "
                            "backpropagated. The scores q p^T / temperature overflow: use a larger temperature, "
                            "Similarity::Cosine, or float32 instead of half precision",
                            std::numeric_limits<double>::infinity());
@@ -90,7 +90,7 @@ struct RingLogSumExp : public torch::autograd::Function<RingLogSumExp> {
     auto row_lse = at::full({q.size(0)}, neg_inf, qs.options());
     at::Tensor block = p.to(type).contiguous();
     at::Tensor col_lse = columns ? at::full({p.size(0)}, neg_inf, qs.options()) : at::Tensor();
-    detail::TileChecks checks(kWho);
+    detail::TileChecks checks(kShardedLoss);
     const int64_t q_first = ring->first_row(ring->query_rows, ring->rank());
     for (int step = 0; step < ring->world(); ++step) {
       const int owner = ring->block_at(step), next_owner = ring->block_at(step + 1);
@@ -189,10 +189,10 @@ struct ValueOfWhole : public torch::autograd::Function<ValueOfWhole> {
 
 at::Tensor sharded_contrastive_loss(const ProcessGroup& group, const at::Tensor& q_local, const at::Tensor& p_local,
                                     const StreamingLossOptions& options) {
-  detail::check_representations(q_local, p_local, kWho);
-  detail::check_tile_size(options.tile_size(), kWho);
-  auto tau = detail::temperature_of(options, q_local, kWho);
-  const auto t = detail::positive_columns({}, q_local.size(0), p_local.size(0), q_local.device(), kWho);
+  detail::check_representations(q_local, p_local, kShardedLoss);
+  detail::check_tile_size(options.tile_size(), kShardedLoss);
+  auto tau = detail::temperature_of(options, q_local, kShardedLoss);
+  const auto t = detail::positive_columns({}, q_local.size(0), p_local.size(0), q_local.device(), kShardedLoss);
   // One gather for every rank's block sizes and whether its rows are finite (found up front: a
   // -inf score would pass the forward and turn the backward into NaN).
   const bool finite = at::isfinite(q_local).all().item<bool>() && at::isfinite(p_local).all().item<bool>();
@@ -206,7 +206,7 @@ at::Tensor sharded_contrastive_loss(const ProcessGroup& group, const at::Tensor&
     if (shape[r][2].item<int64_t>() != 0) bad_ranks += (bad_ranks.empty() ? "" : ", ") + std::to_string(r);
   }
   if (!bad_ranks.empty()) {
-    throw NonFiniteLossError(std::string(kWho) + ": representations of rank(s) " + bad_ranks + " hold NaN or inf; " +
+    throw NonFiniteLossError(std::string(kShardedLoss) + ": representations of rank(s) " + bad_ranks + " hold NaN or inf; " +
                                  "nothing was backpropagated. Check the encoder's output and the learning rate",
                              std::numeric_limits<double>::quiet_NaN());
   }

@@ -18,7 +18,7 @@
 namespace gradcache {
 namespace {
 
-constexpr const char* kWho = "dual_cache_backward";
+constexpr const char* kDualCacheBackward = "dual_cache_backward";
 
 std::vector<c10::Device> merge(std::vector<c10::Device> a, const std::vector<c10::Device>& b) {
   for (const auto& d : b) {
@@ -32,7 +32,7 @@ at::Tensor score_tile(const PairScorer& scorer, const at::Tensor& qi, const at::
   at::Tensor s = scorer(qi, pj);
   TORCH_CHECK(s.defined() && s.is_floating_point() && s.dim() == 2 && s.size(0) == qi.size(0) &&
                   s.size(1) == pj.size(0),
-              kWho, ": the pair scorer must return floating-point scores [a, b] for q ", qi.sizes(), " and p ",
+              kDualCacheBackward, ": the pair scorer must return floating-point scores [a, b] for q ", qi.sizes(), " and p ",
               pj.sizes(), ", got ", s.defined() ? s.toString() + " of shape " + c10::str(s.sizes()) : "undefined");
   return temperature == 1.0 ? s : s / temperature;
 }
@@ -112,17 +112,17 @@ struct DualProblem {
 
 DualProblem dual_problem(const at::Tensor& q_in, const at::Tensor& p_in, const PairScorer& scorer,
                          const DualCacheOptions& options, const at::Tensor& target) {
-  TORCH_CHECK(scorer.defined(), kWho, ": the pair scorer is empty");
-  TORCH_CHECK(q_in.defined() && p_in.defined() && q_in.dim() == 2 && p_in.dim() == 2, kWho,
+  TORCH_CHECK(scorer.defined(), kDualCacheBackward, ": the pair scorer is empty");
+  TORCH_CHECK(q_in.defined() && p_in.defined() && q_in.dim() == 2 && p_in.dim() == 2, kDualCacheBackward,
               ": representations must be 2-d [rows, dim], got q ", q_in.defined() ? c10::str(q_in.sizes()) : "undefined",
               " and p ", p_in.defined() ? c10::str(p_in.sizes()) : "undefined");
-  TORCH_CHECK(q_in.size(0) > 0 && p_in.size(0) > 0, kWho, ": empty batch (q ", q_in.sizes(), ", p ", p_in.sizes(),
+  TORCH_CHECK(q_in.size(0) > 0 && p_in.size(0) > 0, kDualCacheBackward, ": empty batch (q ", q_in.sizes(), ", p ", p_in.sizes(),
               ")");
-  TORCH_CHECK(q_in.is_floating_point() && p_in.is_floating_point(), kWho,
+  TORCH_CHECK(q_in.is_floating_point() && p_in.is_floating_point(), kDualCacheBackward,
               ": representations must be floating point, got ", q_in.scalar_type(), " and ", p_in.scalar_type());
-  TORCH_CHECK(options.tile_size() > 0, kWho, ": tile_size must be positive, got ", options.tile_size());
+  TORCH_CHECK(options.tile_size() > 0, kDualCacheBackward, ": tile_size must be positive, got ", options.tile_size());
   const double tau = options.temperature();
-  TORCH_CHECK(tau > 0 && std::isfinite(tau), kWho, ": temperature must be positive and finite, got ", tau);
+  TORCH_CHECK(tau > 0 && std::isfinite(tau), kDualCacheBackward, ": temperature must be positive and finite, got ", tau);
   DualProblem d;
   d.q = q_in.detach();
   d.p = p_in.detach();
@@ -130,7 +130,7 @@ DualProblem dual_problem(const at::Tensor& q_in, const at::Tensor& p_in, const P
   d.m = d.p.size(0);
   d.tile = options.tile_size();
   d.tau = tau;
-  d.t = detail::positive_columns(target, d.n, d.m, d.q.device(), kWho);
+  d.t = detail::positive_columns(target, d.n, d.m, d.q.device(), kDualCacheBackward);
   d.symmetric = options.symmetric();
   const double per_row = options.reduction() == Reduction::Mean ? 1.0 / static_cast<double>(d.n) : 1.0;
   d.s1 = d.symmetric ? per_row / 2 : per_row;
@@ -147,7 +147,7 @@ struct ScoreSummary {
   const auto bad = ok.logical_not().nonzero().select(1, 0);
   const auto& tr = tiles[bad[0].item<int64_t>()];
   std::ostringstream message;
-  message << kWho << ": a score is NaN or infinite in the tile of query rows [" << tr.i0 << ", " << tr.i0 + tr.ni
+  message << kDualCacheBackward << ": a score is NaN or infinite in the tile of query rows [" << tr.i0 << ", " << tr.i0 + tr.ni
           << ") x passage rows [" << tr.j0 << ", " << tr.j0 + tr.nj << ")"
           << (bad.numel() > 1 ? " (and " + std::to_string(bad.numel() - 1) + " more tile(s))" : std::string())
           << "; nothing was backpropagated. Check the representations, the pair scorer and the temperature";
@@ -249,7 +249,7 @@ DualCacheResult dual_cache_backward(const at::Tensor& q_in, const at::Tensor& p_
   const double value = loss.item<double>();
   if (!std::isfinite(value)) {
     std::ostringstream message;
-    message << kWho << ": the loss is " << value << "; nothing was backpropagated";
+    message << kDualCacheBackward << ": the loss is " << value << "; nothing was backpropagated";
     throw NonFiniteLossError(message.str(), value);
   }
   const auto rng_after = RngState::capture(devices);

@@ -22,7 +22,7 @@ namespace {
 using torch::autograd::AutogradContext;
 using torch::autograd::variable_list;
 
-constexpr const char* kWho = "streaming_contrastive_loss";
+constexpr const char* kStreamingLoss = "streaming_contrastive_loss";
 
 // Throws NonFiniteLossError if a representation row holds NaN or inf: found up front, since a
 // -inf score would otherwise pass the forward (probability 0) and turn the backward into NaN.
@@ -31,7 +31,7 @@ void check_rows_finite(const at::Tensor& x, const char* name) {
   if (!bad.any().item<bool>()) return;
   const auto first = bad.nonzero().select(1, 0);
   std::ostringstream message;
-  message << kWho << ": " << first.numel() << " row(s) of " << name << " hold NaN or inf (the first is row "
+  message << kStreamingLoss << ": " << first.numel() << " row(s) of " << name << " hold NaN or inf (the first is row "
           << first[0].item<int64_t>() << "); nothing was backpropagated. Check the encoder's output and the "
           << "learning rate";
   throw NonFiniteLossError(message.str(), std::numeric_limits<double>::quiet_NaN());
@@ -50,7 +50,7 @@ struct TiledLogSumExp : public torch::autograd::Function<TiledLogSumExp> {
     const double neg_inf = -std::numeric_limits<double>::infinity();
     auto row_lse = at::full({qc.size(0)}, neg_inf, qc.options());
     auto col_lse = columns ? at::full({pc.size(0)}, neg_inf, qc.options()) : at::Tensor();
-    detail::TileChecks checks(kWho);
+    detail::TileChecks checks(kStreamingLoss);
     detail::fold_score_tiles(qs, pc, tile, row_lse, col_lse, checks);
     checks.check();
 
@@ -97,10 +97,10 @@ at::Tensor reduce(const at::Tensor& per_row, Reduction reduction) {
 
 std::vector<at::Tensor> streaming_logsumexp(const at::Tensor& q, const at::Tensor& p, const at::Tensor& temperature,
                                             int64_t tile_size, bool columns) {
-  detail::check_representations(q, p, kWho);
-  detail::check_tile_size(tile_size, kWho);
+  detail::check_representations(q, p, kStreamingLoss);
+  detail::check_tile_size(tile_size, kStreamingLoss);
   TORCH_CHECK(temperature.defined(), "streaming_logsumexp: the temperature is undefined; pass a one-element tensor");
-  const auto tau = detail::temperature_of(StreamingLossOptions().temperature_tensor(temperature), q, kWho);
+  const auto tau = detail::temperature_of(StreamingLossOptions().temperature_tensor(temperature), q, kStreamingLoss);
   check_rows_finite(q, "q");
   check_rows_finite(p, "p");
   return TiledLogSumExp::apply(q, p, tau, tile_size, columns);
@@ -108,10 +108,10 @@ std::vector<at::Tensor> streaming_logsumexp(const at::Tensor& q, const at::Tenso
 
 at::Tensor streaming_contrastive_loss(const at::Tensor& q, const at::Tensor& p, const StreamingLossOptions& options,
                                       const at::Tensor& target) {
-  detail::check_representations(q, p, kWho);
-  detail::check_tile_size(options.tile_size(), kWho);
-  const auto tau = detail::temperature_of(options, q, kWho);
-  const auto t = detail::positive_columns(target, q.size(0), p.size(0), q.device(), kWho);
+  detail::check_representations(q, p, kStreamingLoss);
+  detail::check_tile_size(options.tile_size(), kStreamingLoss);
+  const auto tau = detail::temperature_of(options, q, kStreamingLoss);
+  const auto t = detail::positive_columns(target, q.size(0), p.size(0), q.device(), kStreamingLoss);
   check_rows_finite(q, "q");
   check_rows_finite(p, "p");
 

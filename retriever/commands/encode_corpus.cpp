@@ -76,6 +76,21 @@ at::Tensor encode_shard(const gradcache::Model& model, const TextEncoder& encode
   return gradcache::matryoshka_prefix(embeddings, s.dim, encoder.normalize).contiguous();
 }
 
+// Refuses vectors that are not finite as written (NaN or infinity, or beyond fp16's range for
+// --dtype fp16): a model with a NaN weight or a diverged run encodes to garbage that search would
+// silently rank. Names the first text whose vector is bad.
+void check_finite(const at::Tensor& vectors, c10::ScalarType dtype, const std::vector<std::string>& ids,
+                  const std::string& corpus) {
+  const auto bad_rows = vectors.to(dtype).isfinite().all(1).logical_not().nonzero();
+  if (bad_rows.numel() == 0) return;
+  const int64_t row = bad_rows[0][0].item<int64_t>();
+  throw std::runtime_error("the model gives a vector that is not finite (NaN or infinity" +
+                           std::string(dtype == torch::kFloat16 ? ", or beyond fp16's range" : "") + ") for '" +
+                           ids[static_cast<size_t>(row)] + "' of " + corpus + " (and " +
+                           std::to_string(bad_rows.size(0) - 1) + " more in its shard); its weights are probably "
+                           "not finite (a diverged run?): nothing was written");
+}
+
 }  // namespace
 
 const SettingsTable<EncodeSettings>& encode_settings() {
@@ -97,7 +112,8 @@ EncodeReport encode_corpus(const EncodeSettings& s, const EncodeControl& control
   const bool query = s.side == "query";
   const auto model = query ? encoder.model.query_model() : encoder.model.passage_model();
   const int64_t max_len = query ? encoder.query_max_len : encoder.passage_max_len;
-  EmbeddingsWriter writer(out.partial(), s.dtype == "fp16" ? torch::kFloat16 : torch::kFloat32);
+  const auto dtype = s.dtype == "fp16" ? torch::kFloat16 : torch::kFloat32;
+  EmbeddingsWriter writer(out.partial(), dtype);
   EncodeProgress progress;
   progress.file_size = reader.file_size();
   uint64_t bytes_before = 0;
@@ -110,7 +126,9 @@ EncodeReport encode_corpus(const EncodeSettings& s, const EncodeControl& control
       progress.elapsed_s = std::chrono::duration<double>(Clock::now() - started).count();
       if (control.progress) control.progress(progress);
     };
-    writer.add_shard(shard.ids, encode_shard(model, encoder, shard.texts, s, control, rows_done));
+    const auto vectors = encode_shard(model, encoder, shard.texts, s, control, rows_done);
+    check_finite(vectors, dtype, shard.ids, s.corpus);
+    writer.add_shard(shard.ids, vectors);
     bytes_before = reader.bytes_read();
   }
   const ReadStats& stats = reader.stats();

@@ -12,6 +12,7 @@
 
 #include <torch/torch.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <string>
 #include <type_traits>
@@ -99,9 +100,13 @@ EvalReport evaluate_checkpoint(const EvalSettings& s, const EvalControl& control
                                      static_cast<size_t>(encoder.passage_max_len));
   log("encoding " + std::to_string(set.corpus.size()) + " passages and " + std::to_string(set.queries.size()) +
       " queries on " + s.device);
+  // No more documents can be ranked than the corpus holds: --top-k 1e12 asked the index for a
+  // [queries, 1e12] result and failed after the encoding (issue 41).
+  const auto corpus_size = static_cast<int64_t>(data.corpus.size());
+  const int64_t top_k = std::min(s.top_k, std::max<int64_t>(corpus_size, 1));
   EvalOptions options;
   options.batch_size = s.batch_size;
-  options.top_k = s.top_k;
+  options.top_k = top_k;
   options.device = device;
   options.stop = control.stop;
   options.log = log;
@@ -114,7 +119,7 @@ EvalReport evaluate_checkpoint(const EvalSettings& s, const EvalControl& control
     options.prefix_dim = report.dim = s.dim;
     options.normalize_prefix = normalizes;
   }
-  options.rerank_k = s.rerank_k;
+  options.rerank_k = std::min(s.rerank_k, std::max<int64_t>(corpus_size, 1));
   report.dense = evaluate_dense(model, set, options);
   report.metrics = report.dense.metrics;
   const auto prefix_dims = parse_dim_list(info.config.matryoshka.dims, "--matryoshka");
@@ -127,7 +132,7 @@ EvalReport evaluate_checkpoint(const EvalSettings& s, const EvalControl& control
     bm25.b = s.bm25_b;
     bm25.index_dir = s.bm25_index;
     bm25.stop = control.stop;
-    report.bm25 = evaluate_bm25(data.corpus, data.queries, set, bm25, s.top_k, log);
+    report.bm25 = evaluate_bm25(data.corpus, data.queries, set, bm25, top_k, log);
   }
   report.data_name = data.name;
   report.corpus_size = data.corpus.size();

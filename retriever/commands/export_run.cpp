@@ -253,6 +253,18 @@ nlohmann::json export_peft_adapter(const ExportSettings& s, const CheckpointInfo
             {"step", info.progress.step}}}};
 }
 
+// A diverged run's checkpoint can hold NaN or infinite weights; its export would encode NaN.
+void check_weights_finite(const BiEncoder& model, const std::string& checkpoint) {
+  torch::NoGradGuard no_grad;
+  for (const auto& [name, tensor] : model.named_state()) {
+    if (tensor.is_floating_point() && !tensor.isfinite().all().item<bool>()) {
+      throw std::runtime_error("export: the weights in " + checkpoint + " are not finite (" + name +
+                               " holds NaN or infinity): the run diverged; export an earlier run or train "
+                               "again with a lower --lr or a higher --temperature");
+    }
+  }
+}
+
 }  // namespace
 
 const SettingsTable<ExportSettings>& export_settings() {
@@ -267,6 +279,7 @@ nlohmann::json export_run(const ExportSettings& s, const ExportControl& control)
   say(control, "loading " + checkpoint);
   auto [info, model] = load_checkpoint(checkpoint);
   stop_if_signalled(control.stop);
+  check_weights_finite(model, checkpoint);
   model.to(torch::kCPU);
   model.train(false);
   const bool lora = info.pretrained && info.pretrained->lora;

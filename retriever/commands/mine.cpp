@@ -7,6 +7,7 @@
 #include "retriever/data/task.h"
 #include "retriever/data/text_data.h"
 #include "retriever/files/atomic_file.h"
+#include "retriever/files/output_not_input.h"
 #include "retriever/launch/threads.h"
 #include "retriever/model/encode_all.h"
 #include "retriever/model/tokenizer.h"
@@ -173,9 +174,14 @@ at::Tensor encoded_corpus(const std::string& dir, const TextCollection& corpus, 
                              ": the vectors come from another model; encode the corpus with this one");
   if (stored.manifest.value("side", "passage") != "passage")
     throw std::runtime_error("--embeddings " + dir + " holds query-side vectors; encode the corpus with --side passage");
-  // manifest.json names the model (checkpoint and step, export file or model directory) that
-  // made the vectors: another model's vectors of the same width are as wrong as another width's.
-  if (stored.manifest.contains("model") && stored.manifest["model"] != passage_model)
+  // manifest.json names the model (checkpoint and step, export file or model directory, and a
+  // digest of its weights) that made the vectors: another model's vectors of the same width are
+  // as wrong as another width's, and so are those of a run trained again at the same path and
+  // step. (Manifests of earlier versions hold no digest: compared without it.)
+  nlohmann::json expected = passage_model;
+  if (stored.manifest.contains("model") && !stored.manifest["model"].contains("weights_crc32"))
+    expected.erase("weights_crc32");
+  if (stored.manifest.contains("model") && stored.manifest["model"] != expected)
     throw std::runtime_error("--embeddings " + dir + " were made by " + stored.manifest["model"].dump() +
                              ", not by this passage encoder, " + passage_model.dump() +
                              ": encode the corpus with this model (gradcache encode), or mine with that one");
@@ -296,6 +302,8 @@ MineReport mine(const MineSettings& s, const MineControl& control) {
   mine_settings().validate(s);
   if (std::filesystem::is_directory(s.output))  // checked before the work: the rename at the end would fail
     throw std::runtime_error("--output " + s.output + " is a directory; give the path of the JSONL file to write");
+  refuse_output_that_is_an_input("--output", s.output,
+                                 {{"--train-file", s.train_file}, {"--corpus", s.corpus}, {"--qrels", s.qrels}});
   if (!s.overwrite && std::filesystem::exists(s.output))
     throw std::runtime_error("--output " + s.output + " exists; pass --overwrite to replace it");
   set_intra_op_threads(s.threads);
@@ -308,6 +316,14 @@ MineReport mine(const MineSettings& s, const MineControl& control) {
   const MiningData data = load_mining_data(s, notices);
   for (const auto& notice : notices)
     if (control.log) control.log(notice);
+  // A query's negatives are distinct documents other than its positive: refused before any
+  // retrieval when the corpus cannot hold that many, whatever --on-short says.
+  const auto documents = static_cast<int64_t>(data.corpus.size());
+  if (s.negatives >= documents)
+    throw std::invalid_argument("--negatives " + std::to_string(s.negatives) + ": the corpus holds " +
+                                std::to_string(documents) + " documents, and a query's negatives are other "
+                                "documents than its positive; give at most " + std::to_string(documents - 1));
+  options.stop = control.stop;
   MineReport report;
   report.output = s.output;
   report.corpus_size = data.corpus.size();

@@ -2,6 +2,12 @@
 // the prompts, what trains) as rows of train's settings table.
 #include "retriever/config/encoder_settings.h"
 
+#include "retriever/launch/process_memory.h"
+
+#include <algorithm>
+#include <cmath>
+#include <string>
+
 namespace gradcache {
 namespace retriever {
 namespace {
@@ -111,6 +117,29 @@ void add_lora_settings(Table& t, const char* group) {
   });
 }
 
+// The built-in encoder's size, from its flags, against the memory this process may have: a
+// --dim, --ffn-dim, --layers, --projection or max length of 1e9 failed after seconds inside the
+// allocator (std::bad_alloc), or not at all until the machine swapped. Training holds each
+// parameter four times in fp32 (weight, gradient, AdamW's two moments): 16 bytes, a floor.
+std::string built_in_encoder_fits(const TrainConfig& c) {
+  if (c.encoder.is_pretrained() || !c.encoder.torchscript.empty()) return "";
+  const EncoderSettings& e = c.encoder;
+  const double dim = e.dim, ffn = e.ffn_dim, positions = std::max(c.tokenizer.query_max_len, c.tokenizer.passage_max_len);
+  const double layer = 4 * (dim * dim + dim) + 2 * dim * ffn + ffn + dim + 4 * dim;
+  const double per_encoder = (c.tokenizer.vocab_size + positions) * dim + e.layers * layer + 2 * dim +
+                             (e.projection_dim > 0 ? (dim + 1) * e.projection_dim : 0);
+  const double parameters = per_encoder * (e.untie ? 2 : 1), bytes = 16 * parameters;
+  const int64_t limit = memory_limit_bytes();
+  if (limit <= 0 || bytes <= static_cast<double>(limit)) return "";
+  const auto gib = [](double b) { return std::to_string(static_cast<int64_t>(std::ceil(b / (1 << 30)))) + " GiB"; };
+  return "the built-in encoder that --vocab-size, --dim, --layers, --ffn-dim, --projection and the longer of "
+         "--query-max-len/--passage-max-len (" + std::to_string(static_cast<int64_t>(positions)) +
+         " positions) describe has " + std::to_string(static_cast<int64_t>(parameters)) +
+         " parameters: training them needs at least " + gib(bytes) +
+         " (weight, gradient and AdamW's two moments, 4 bytes each), and this process may have " +
+         gib(static_cast<double>(limit)) + " (physical memory or ulimit -v): make them smaller";
+}
+
 }  // namespace
 
 void add_model_settings(Table& t) {
@@ -121,7 +150,9 @@ void add_model_settings(Table& t) {
   t.add(nested_field("vocab_size", &TrainConfig::tokenizer, &TokenizerSettings::vocab_size, "--vocab-size",
                      "Pieces of a trained tokenizer")
             .in_group(group)
-            .checked(at_least(16)));
+            // At most sentencepiece's candidate pieces (its seed_sentencepiece_size, 1,000,000):
+            // no larger vocabulary can come out, and asking for one made it spin for minutes.
+            .checked(between(16, 1000000)));
   t.add(nested_field("query_max_len", &TrainConfig::tokenizer, &TokenizerSettings::query_max_len, "--query-max-len",
                      "Query tokens kept (with --model-dir: default 512, at most the model's max_seq_length)")
             .in_group(group)
@@ -172,6 +203,7 @@ void add_model_settings(Table& t) {
   add_trainable_settings(t, group);
   add_lora_settings(t, "LoRA (with --model-dir)");
   add_prompt_settings(t, group);
+  t.add_check(built_in_encoder_fits);
 }
 
 }  // namespace retriever

@@ -127,13 +127,15 @@ nlohmann::json parse_setting_text(const std::string& text, const std::string& fl
         const T value = static_cast<T>(std::stod(text, &used));
         if (used == text.size() && std::isfinite(value)) return value;
       } else if constexpr (std::is_unsigned_v<T>) {
+        // Parsed as 64 bits and range-checked before the cast: a narrower T must not wrap.
         if (text.find('-') == std::string::npos) {
-          const T value = static_cast<T>(std::stoull(text, &used));
-          if (used == text.size()) return value;
+          const unsigned long long value = std::stoull(text, &used);
+          if (used == text.size() && value <= std::numeric_limits<T>::max()) return static_cast<T>(value);
         }
       } else {
-        const T value = static_cast<T>(std::stoll(text, &used));
-        if (used == text.size()) return value;
+        const long long value = std::stoll(text, &used);
+        if (used == text.size() && value >= std::numeric_limits<T>::min() && value <= std::numeric_limits<T>::max())
+          return static_cast<T>(value);
       }
     } catch (const std::exception&) {  // not a number, or out of range: the message below
     }
@@ -303,6 +305,14 @@ inline SettingCheck in_range(double low, double high) {
     const double x = v.get<double>();
     return x >= low && x < high ? std::string()
                                 : "must be in [" + format_bound(low) + ", " + format_bound(high) + ")";
+  };
+}
+/// [low, high], both included: e.g. a count with a hard limit.
+inline SettingCheck between(double low, double high) {
+  return [low, high](const nlohmann::json& v) {
+    const double x = v.get<double>();
+    return x >= low && x <= high ? std::string()
+                                 : "must be from " + format_bound(low) + " to " + format_bound(high);
   };
 }
 inline SettingCheck one_of(std::vector<std::string> allowed) {

@@ -93,6 +93,13 @@ void add_optimisation_settings(Table& t) {
                      "Gradient clipping (0: off)")
             .in_group(group)
             .checked(at_least(0)));
+  t.add(nested_field("max_skipped_updates", &TrainConfig::training, &TrainingSettings::max_skipped_updates,
+                     "--max-skipped-updates",
+                     "Stop the run (exit 1, its last checkpoint kept) after this many updates in a row skipped for a "
+                     "non-finite loss or gradients: it has diverged (0: never)")
+            .in_group(group)
+            .free_on_resume()
+            .checked(at_least(0)));
   t.add(nested_field("temperature", &TrainConfig::loss, &LossSettings::temperature, "--temperature",
                      "Softmax temperature")
             .in_group(group)
@@ -119,14 +126,14 @@ void add_machine_settings(Table& t) {
             .in_group(group)
             .per_rank()
             .free_on_resume()
-            .checked(at_least(0)));
+            .checked(thread_count()));
   t.add(nested_field("blas_threads", &TrainConfig::machine, &MachineSettings::blas_threads, "--blas-threads",
                      "OpenBLAS threads (0: 1): the matrix products' with Debian's LibTorch 1.13 (see "
                      "docs/performance.md, Threads); idle with the torch wheel's, whose MKL follows --threads")
             .in_group(group)
             .per_rank()
             .free_on_resume()
-            .checked(at_least(0)));
+            .checked(thread_count()));
   t.add(nested_field("prefetch", &TrainConfig::machine, &MachineSettings::prefetch, "--prefetch",
                      "Batches tokenized ahead of the step on a background thread (0: each in its step); the "
                      "batches are the same either way")
@@ -165,7 +172,8 @@ void add_output_settings(Table& t) {
             .free_on_resume()
             .checked(positive()));
   t.add(nested_field("metrics_out", &TrainConfig::output, &OutputSettings::metrics_out, "--metrics-out",
-                     "Metrics as JSON lines (default: OUTPUT/metrics.jsonl)")
+                     "Metrics as JSON lines (default: OUTPUT/metrics.jsonl); an existing file is replaced only with "
+                     "--overwrite, and never one the run reads")
             .in_group(group)
             .free_on_resume());
   t.add(nested_field("eval", &TrainConfig::eval, &TrainEvalSettings::enabled, "--eval",

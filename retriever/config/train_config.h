@@ -95,6 +95,7 @@ struct TrainingSettings {
   double weight_decay = 0.01;
   double warmup = 0.1;         ///< fraction of the steps with a linear warm-up
   double max_grad_norm = 1.0;  ///< 0: no clipping
+  int64_t max_skipped_updates = 10;  ///< this many skipped updates in a row stop the run (0: never)
   uint64_t seed = 42;
   bool keep_last = false;      ///< keep the incomplete last batch of each epoch
   bool no_duplicates = false;  ///< batches hold no text twice (train/no_duplicates.h)

@@ -1,5 +1,7 @@
 #include "retriever/data/data_fingerprint.h"
 
+#include "retriever/files/atomic_file.h"
+
 #include <zlib.h>
 
 #include <cerrno>
@@ -14,6 +16,8 @@ namespace retriever {
 namespace {
 
 FileFingerprint fingerprint_file(const std::string& source, const std::string& path) {
+  if (const auto problem = regular_file_problem(path); !problem.empty())
+    throw std::runtime_error("cannot read " + path + " (" + source + "): " + problem);
   std::ifstream in(path, std::ios::binary);
   if (!in) throw std::runtime_error("cannot read " + path + " (" + source + "): " + std::strerror(errno));
   FileFingerprint f{source, path, 0, static_cast<uint32_t>(crc32(0L, Z_NULL, 0))};

@@ -1,5 +1,7 @@
 #include "retriever/data/line_source.h"
 
+#include "retriever/files/atomic_file.h"
+
 #include <algorithm>
 #include <cctype>
 #include <cerrno>
@@ -69,17 +71,9 @@ Format format_of(const std::string& path) {
 LineSource::LineSource(const std::string& path, OnBadLine on_bad, ReadStats& stats)
     : path_(path), on_bad_(on_bad), stats_(stats) {
   stats_ = ReadStats{};
-  std::error_code ignored;  // a path that cannot be inspected fails to open just below, with errno's reason
-  if (std::filesystem::is_directory(path, ignored)) throw DataError(path, 0, "cannot open: it is a directory");
   // A pipe or device reads once, and data files are read more than once (tokenizer, examples,
   // fingerprint): a FIFO's second open would wait forever. Checked before opening (which blocks).
-  const auto type = std::filesystem::status(path, ignored).type();
-  if (type != std::filesystem::file_type::regular && type != std::filesystem::file_type::not_found &&
-      type != std::filesystem::file_type::none) {
-    throw DataError(path, 0,
-                    "cannot read: not a regular file (a pipe or a device can be read only once, and data files "
-                    "are read more than once); write it to a file first");
-  }
+  if (const auto problem = regular_file_problem(path); !problem.empty()) throw DataError(path, 0, "cannot read: " + problem);
   file_.open(path, std::ios::binary);
   if (!file_) throw DataError(path, 0, std::string("cannot open: ") + std::strerror(errno));
 }

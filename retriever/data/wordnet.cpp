@@ -1,5 +1,7 @@
 #include "retriever/data/wordnet.h"
 
+#include "retriever/data/line_source.h"
+#include "retriever/files/atomic_file.h"
 #include "retriever/files/fnv1a.h"
 
 #include <algorithm>
@@ -16,13 +18,7 @@
 namespace gradcache::retriever {
 namespace {
 
-constexpr std::string_view kWhitespace = " \t\r\n";
-
-std::string_view trim(std::string_view s) {
-  const size_t begin = s.find_first_not_of(kWhitespace);
-  if (begin == std::string_view::npos) return {};
-  return s.substr(begin, s.find_last_not_of(kWhitespace) - begin + 1);
-}
+using lines::trim;
 
 bool starts_with(std::string_view s, std::string_view prefix) { return s.substr(0, prefix.size()) == prefix; }
 
@@ -37,14 +33,13 @@ bool all_of_chars(std::string_view s, const char* allowed) {
 // The whole file at once: the four files are ~22 MB together, and parsing in memory keeps loading
 // well under a second.
 std::string read_data_file(const std::string& path) {
+  if (const auto problem = regular_file_problem(path); !problem.empty()) throw DataError(path, 0, "cannot read: " + problem);
   std::ifstream file(path, std::ios::binary);
   if (!file)
     throw DataError(path, 0,
                     std::string("cannot open: ") + std::strerror(errno) +
                         "; install the Debian package wordnet-base (apt-get install wordnet-base), or set the "
                         "WordNet directory to one holding WordNet 3.0's data.noun, data.verb, data.adj, data.adv");
-  std::error_code error;
-  if (!std::filesystem::is_regular_file(path, error)) throw DataError(path, 0, "cannot read: not a regular file");
   file.seekg(0, std::ios::end);
   std::string contents(static_cast<size_t>(file.tellg()), '\0');
   file.seekg(0);

@@ -27,7 +27,7 @@ const char* descr_of(c10::ScalarType type) {
   return nullptr;
 }
 
-[[noreturn]] void fail(const std::string& path, const std::string& what) {
+[[noreturn]] void fail_npy(const std::string& path, const std::string& what) {
   throw NpyError("embeddings file " + path + ": " + printable_utf8(what));  // may quote the header's bytes
 }
 
@@ -40,23 +40,23 @@ struct NpyLayout {
 NpyLayout parse_header_dict(const std::string& dict, const std::string& path) {
   std::smatch m;
   if (!std::regex_search(dict, m, std::regex(R"('descr'\s*:\s*'([^']*)')")))
-    fail(path, "the .npy header has no 'descr'");
+    fail_npy(path, "the .npy header has no 'descr'");
   NpyLayout layout;
   if (m[1] == "<f4") {
     layout.type = torch::kFloat32;
   } else if (m[1] == "<f2") {
     layout.type = torch::kFloat16;
   } else {
-    fail(path, "holds '" + m[1].str() + "' values; expected float32 ('<f4') or float16 ('<f2')");
+    fail_npy(path, "holds '" + m[1].str() + "' values; expected float32 ('<f4') or float16 ('<f2')");
   }
   if (!std::regex_search(dict, m, std::regex(R"('fortran_order'\s*:\s*(True|False))")))
-    fail(path, "the .npy header has no 'fortran_order'");
-  if (m[1] == "True") fail(path, "is in Fortran order; expected C order");
+    fail_npy(path, "the .npy header has no 'fortran_order'");
+  if (m[1] == "True") fail_npy(path, "is in Fortran order; expected C order");
   if (!std::regex_search(dict, m, std::regex(R"('shape'\s*:\s*\(([^)]*)\))")))
-    fail(path, "the .npy header has no 'shape'");
+    fail_npy(path, "the .npy header has no 'shape'");
   const std::string shape = m[1];
   if (!std::regex_match(shape, m, std::regex(R"(\s*(\d{1,18})\s*,\s*(\d{1,18})\s*,?\s*)")))
-    fail(path, "has shape (" + shape + "); expected a matrix (rows, dim)");
+    fail_npy(path, "has shape (" + shape + "); expected a matrix (rows, dim)");
   layout.rows = std::stoll(m[1]);
   layout.cols = std::stoll(m[2]);
   return layout;
@@ -101,26 +101,27 @@ void write_npy(const std::string& path, const at::Tensor& matrix) {
 }
 
 at::Tensor read_npy(const std::string& path) {
+  if (const auto problem = regular_file_problem(path); !problem.empty()) fail_npy(path, problem);
   std::ifstream in(path, std::ios::binary);
-  if (!in) fail(path, std::string("cannot open: ") + std::strerror(errno));
+  if (!in) fail_npy(path, std::string("cannot open: ") + std::strerror(errno));
   char fixed[kMagicSize + 2] = {};
   in.read(fixed, sizeof fixed);
-  if (!in || std::memcmp(fixed, kMagic, kMagicSize) != 0) fail(path, "not a .npy file (no \\x93NUMPY magic)");
+  if (!in || std::memcmp(fixed, kMagic, kMagicSize) != 0) fail_npy(path, "not a .npy file (no \\x93NUMPY magic)");
   const int major = static_cast<unsigned char>(fixed[kMagicSize]);
-  if (major != 1 && major != 2) fail(path, "has .npy format version " + std::to_string(major) + "; expected 1 or 2");
+  if (major != 1 && major != 2) fail_npy(path, "has .npy format version " + std::to_string(major) + "; expected 1 or 2");
   unsigned char length_bytes[4] = {};
   const size_t length_size = major == 1 ? 2 : 4;
   in.read(reinterpret_cast<char*>(length_bytes), static_cast<std::streamsize>(length_size));
   uint64_t dict_size = 0;
   for (size_t i = length_size; i-- > 0;) dict_size = dict_size << 8 | length_bytes[i];
   std::error_code no_size;  // a header length past the end of the file is a lie, not an allocation
-  if (dict_size > std::filesystem::file_size(path, no_size) || no_size) fail(path, "the .npy header is truncated");
+  if (dict_size > std::filesystem::file_size(path, no_size) || no_size) fail_npy(path, "the .npy header is truncated");
   // A matrix's header is under a kilobyte; a longer one is not parsed (std::regex recurses per
   // character and would overflow the stack on megabytes).
-  if (dict_size > 65536) fail(path, "has a .npy header of " + std::to_string(dict_size) + " bytes; a matrix's needs far fewer");
+  if (dict_size > 65536) fail_npy(path, "has a .npy header of " + std::to_string(dict_size) + " bytes; a matrix's needs far fewer");
   std::string dict(dict_size, '\0');
   in.read(dict.data(), static_cast<std::streamsize>(dict_size));
-  if (!in) fail(path, "the .npy header is truncated");
+  if (!in) fail_npy(path, "the .npy header is truncated");
   const NpyLayout layout = parse_header_dict(dict, path);
   const uint64_t data_start = sizeof fixed + length_size + dict_size;
   const uint64_t item = layout.type == torch::kFloat32 ? 4 : 2;
@@ -132,12 +133,12 @@ at::Tensor read_npy(const std::string& path) {
   std::error_code error;
   const uint64_t size = std::filesystem::file_size(path, error);
   if (overflow || error || size != expected)
-    fail(path, "holds " + std::to_string(size) + " bytes, but its header (" + std::to_string(layout.rows) + " x " +
+    fail_npy(path, "holds " + std::to_string(size) + " bytes, but its header (" + std::to_string(layout.rows) + " x " +
                    std::to_string(layout.cols) + ") needs " + (overflow ? "more" : std::to_string(expected)) +
                    " (truncated or damaged)");
   auto matrix = torch::empty({layout.rows, layout.cols}, torch::TensorOptions().dtype(layout.type));
   in.read(static_cast<char*>(matrix.data_ptr()), static_cast<std::streamsize>(matrix.nbytes()));
-  if (!in) fail(path, "cannot read its data");
+  if (!in) fail_npy(path, "cannot read its data");
   return matrix;
 }
 

@@ -1,5 +1,9 @@
 #include "retriever/launch/process_memory.h"
 
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include <algorithm>
 #include <fstream>
 #include <string>
 
@@ -21,6 +25,17 @@ int64_t proc_status_bytes(const std::string& key) {
 
 int64_t peak_rss_bytes() { return proc_status_bytes("VmHWM"); }
 int64_t current_rss_bytes() { return proc_status_bytes("VmRSS"); }
+
+int64_t memory_limit_bytes() {
+  const long pages = ::sysconf(_SC_PHYS_PAGES), page = ::sysconf(_SC_PAGE_SIZE);
+  int64_t limit = pages > 0 && page > 0 ? static_cast<int64_t>(pages) * page : -1;
+  struct rlimit address_space {};
+  if (::getrlimit(RLIMIT_AS, &address_space) == 0 && address_space.rlim_cur != RLIM_INFINITY) {
+    const auto as = static_cast<int64_t>(std::min<rlim_t>(address_space.rlim_cur, INT64_MAX));
+    limit = limit < 0 ? as : std::min(limit, as);
+  }
+  return limit;
+}
 
 }  // namespace retriever
 }  // namespace gradcache

@@ -1,8 +1,13 @@
 #include "retriever/model/encoders.h"
 
+#include "retriever/files/atomic_file.h"
+
 #include <torch/torch.h>
 
+#include <zlib.h>
+
 #include <algorithm>
+#include <cstdio>
 #include <cmath>
 #include <fstream>
 #include <stdexcept>
@@ -171,6 +176,8 @@ BiEncoder BiEncoder::pretrained(std::vector<hf::SentenceTransformer> encoders) {
 }
 
 BiEncoder BiEncoder::torchscript(const std::string& path, bool untie) {
+  const auto problem = regular_file_problem(path);
+  TORCH_CHECK(problem.empty(), "the TorchScript encoder ", path, ": ", problem);
   std::ifstream file(path, std::ios::binary);
   TORCH_CHECK(file, "cannot open the TorchScript encoder ", path);
   std::stringstream bytes;
@@ -276,6 +283,29 @@ std::vector<std::string> BiEncoder::torchscript_bytes() const {
     out.push_back(bytes.str());
   }
   return out;
+}
+
+std::string weights_digest(const BiEncoder& model) {
+  uLong crc = crc32(0L, Z_NULL, 0);
+  const auto add = [&crc](const void* data, size_t size) {
+    const auto* bytes = static_cast<const Bytef*>(data);
+    for (size_t done = 0; done < size;) {  // crc32 takes at most 4 GiB at once
+      const auto n = static_cast<uInt>(std::min<size_t>(size - done, 1u << 30));
+      crc = crc32(crc, bytes + done, n);
+      done += n;
+    }
+  };
+  torch::NoGradGuard no_grad;
+  for (const auto& [name, tensor] : model.named_state()) {
+    const std::string header = name + " " + std::string(c10::toString(tensor.scalar_type())) + " " +
+                               c10::str(tensor.sizes()) + "\n";
+    add(header.data(), header.size());
+    const auto bytes = tensor.detach().to(torch::kCPU).contiguous();
+    add(bytes.data_ptr(), bytes.nbytes());
+  }
+  char hex[9];
+  std::snprintf(hex, sizeof hex, "%08lx", static_cast<unsigned long>(crc));
+  return hex;
 }
 
 }  // namespace retriever

@@ -140,5 +140,10 @@ class BiEncoder {
   LearnedSimilarity similarity_{nullptr};
 };
 
+/// A CRC-32 over every tensor of `model.named_state()` (name, dtype, shape and bytes), as 8 hex
+/// digits: what tells two models apart where a path and a step cannot (a run trained again at
+/// the same --output). Embedding manifests record it (manifest.json "model").
+std::string weights_digest(const BiEncoder& model);
+
 }  // namespace retriever
 }  // namespace gradcache

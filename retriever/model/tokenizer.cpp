@@ -415,6 +415,8 @@ Tokenizer Tokenizer::load(const std::string& model_path) {
     throw std::runtime_error("tokenizer model '" + model_path + "' is a directory: give its .model file (a run's " +
                              "tokenizer.model); a Hugging Face directory's tokenizer comes with --model-dir");
   }
+  if (const auto problem = regular_file_problem(model_path); !problem.empty())
+    throw std::runtime_error("tokenizer model '" + model_path + "': " + problem);
   std::ifstream in(model_path, std::ios::binary);
   if (!in) throw std::runtime_error("cannot open tokenizer model '" + model_path + "': check its permissions");
   std::ostringstream bytes;

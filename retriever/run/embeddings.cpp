@@ -27,7 +27,7 @@ std::string shard_name(const char* stem, size_t index, const char* extension) {
   return name;
 }
 
-[[noreturn]] void fail(const std::string& where, const std::string& what) {
+[[noreturn]] void fail_embeddings(const std::string& where, const std::string& what) {
   throw EmbeddingsError(where + ": " + what);
 }
 
@@ -36,20 +36,20 @@ void check_manifest(const nlohmann::json& manifest, const std::string& path);
 nlohmann::json read_manifest(const std::string& dir) {
   const std::string path = (fs::path(dir) / "manifest.json").string();
   std::error_code error;
-  if (!fs::is_directory(dir, error)) fail(dir, "no such embeddings directory");
+  if (!fs::is_directory(dir, error)) fail_embeddings(dir, "no such embeddings directory");
   if (!fs::exists(path, error))
-    fail(dir, "no manifest.json: not an embeddings directory written by gradcache encode (or the encode did not "
+    fail_embeddings(dir, "no manifest.json: not an embeddings directory written by gradcache encode (or the encode did not "
               "finish)");
   nlohmann::json manifest;
   try {
     manifest = nlohmann::json::parse(read_file(path));
   } catch (const nlohmann::json::exception& e) {
-    fail(path, "malformed JSON: " + printable_utf8(e.what()));  // JSON errors quote the input
+    fail_embeddings(path, "malformed JSON: " + printable_utf8(e.what()));  // JSON errors quote the input
   }
   try {
     check_manifest(manifest, path);
   } catch (const nlohmann::json::exception& e) {  // a key of the wrong type
-    fail(path, "not a manifest of gradcache embeddings: " + printable_utf8(e.what()));
+    fail_embeddings(path, "not a manifest of gradcache embeddings: " + printable_utf8(e.what()));
   }
   return manifest;
 }
@@ -58,40 +58,40 @@ nlohmann::json read_manifest(const std::string& dir) {
 std::string shard_file(const std::string& dir, const nlohmann::json& name, const std::string& manifest) {
   const std::string file = name.get<std::string>();
   if (!is_plain_file_name(file))
-    fail(manifest, "shard file \"" + file + "\" is not a file name in the directory");
+    fail_embeddings(manifest, "shard file \"" + file + "\" is not a file name in the directory");
   return (fs::path(dir) / file).string();
 }
 
 // The manifest's layout (embeddings.h), with sizes that fit in memory's arithmetic.
 void check_manifest(const nlohmann::json& manifest, const std::string& path) {
   if (!manifest.is_object() || manifest.value("format", "") != kFormat)
-    fail(path, std::string("not a manifest of gradcache embeddings (\"format\" is not \"") + kFormat + "\")");
+    fail_embeddings(path, std::string("not a manifest of gradcache embeddings (\"format\" is not \"") + kFormat + "\")");
   if (manifest.value("version", 0) != kVersion)
-    fail(path, "version " + manifest.value("version", nlohmann::json()).dump() + " is not supported (expected " +
+    fail_embeddings(path, "version " + manifest.value("version", nlohmann::json()).dump() + " is not supported (expected " +
                    std::to_string(kVersion) + ")");
   // At most 2^40 rows and 2^20 dimensions: their products and sums cannot overflow.
   auto count = [&](const nlohmann::json& object, const char* key, const std::string& where, int64_t most) {
     const auto it = object.find(key);
     if (it == object.end() || !it->is_number_integer() || it->get<int64_t>() < 0 || it->get<int64_t>() > most)
-      fail(where, std::string("\"") + key + "\" must be an integer from 0 to " + std::to_string(most));
+      fail_embeddings(where, std::string("\"") + key + "\" must be an integer from 0 to " + std::to_string(most));
     return it->get<int64_t>();
   };
   constexpr int64_t kMostRows = int64_t{1} << 40, kMostDim = int64_t{1} << 20;
   count(manifest, "rows", path, kMostRows);
   count(manifest, "dim", path, kMostDim);
   const auto dtype = manifest.value("dtype", "");
-  if (dtype != "float32" && dtype != "float16") fail(path, "\"dtype\" must be \"float32\" or \"float16\"");
-  if (!manifest.contains("shards") || !manifest["shards"].is_array()) fail(path, "\"shards\" must be a list");
+  if (dtype != "float32" && dtype != "float16") fail_embeddings(path, "\"dtype\" must be \"float32\" or \"float16\"");
+  if (!manifest.contains("shards") || !manifest["shards"].is_array()) fail_embeddings(path, "\"shards\" must be a list");
   int64_t rows = 0;
   for (const auto& shard : manifest["shards"]) {
     if (!shard.is_object() || !shard.value("embeddings", nlohmann::json()).is_string() ||
         !shard.value("ids", nlohmann::json()).is_string())
-      fail(path, "each shard must be {\"embeddings\": file, \"ids\": file, \"rows\": n}");
+      fail_embeddings(path, "each shard must be {\"embeddings\": file, \"ids\": file, \"rows\": n}");
     rows += count(shard, "rows", path, kMostRows);
-    if (rows > kMostRows) fail(path, "the shards hold more than " + std::to_string(kMostRows) + " rows");
+    if (rows > kMostRows) fail_embeddings(path, "the shards hold more than " + std::to_string(kMostRows) + " rows");
   }
   if (rows != manifest["rows"].get<int64_t>())
-    fail(path, "the shards hold " + std::to_string(rows) + " rows, but \"rows\" says " + manifest["rows"].dump());
+    fail_embeddings(path, "the shards hold " + std::to_string(rows) + " rows, but \"rows\" says " + manifest["rows"].dump());
 }
 
 std::vector<std::string> read_ids(const std::string& path) {
@@ -156,9 +156,9 @@ Embeddings read_embeddings(const std::string& dir) {
     std::error_code error;
     const auto bytes = fs::file_size(npy, error);
     const int64_t needed = shard["rows"].get<int64_t>() * dim * (dtype == torch::kFloat16 ? 2 : 4);
-    if (error) fail(npy, "cannot be read (" + error.message() + "): the embeddings directory is incomplete");
+    if (error) fail_embeddings(npy, "cannot be read (" + error.message() + "): the embeddings directory is incomplete");
     if (static_cast<uintmax_t>(needed) > bytes)
-      fail(npy, std::to_string(bytes) + " bytes cannot hold the " + shard["rows"].dump() + " x " +
+      fail_embeddings(npy, std::to_string(bytes) + " bytes cannot hold the " + shard["rows"].dump() + " x " +
                     std::to_string(dim) + " " + dtype_name(dtype) + " values manifest.json says it has");
   }
   out.vectors = torch::empty({rows, dim}, torch::kFloat32);
@@ -176,7 +176,7 @@ Embeddings read_embeddings(const std::string& dir) {
       throw EmbeddingsError(e.what());
     }
     if (vectors.size(0) != n || vectors.size(1) != dim || vectors.scalar_type() != dtype)
-      fail(npy, "holds " + std::to_string(vectors.size(0)) + " x " + std::to_string(vectors.size(1)) + " " +
+      fail_embeddings(npy, "holds " + std::to_string(vectors.size(0)) + " x " + std::to_string(vectors.size(1)) + " " +
                     dtype_name(vectors.scalar_type()) + " values, but manifest.json says " + std::to_string(n) +
                     " x " + std::to_string(dim) + " " + dtype_name(dtype));
     std::vector<std::string> ids;
@@ -186,7 +186,7 @@ Embeddings read_embeddings(const std::string& dir) {
       throw EmbeddingsError(e.what());
     }
     if (static_cast<int64_t>(ids.size()) != n)
-      fail(id_file, "holds " + std::to_string(ids.size()) + " ids for " + std::to_string(n) + " rows");
+      fail_embeddings(id_file, "holds " + std::to_string(ids.size()) + " ids for " + std::to_string(n) + " rows");
     out.vectors.narrow(0, row, n).copy_(vectors);
     for (auto& id : ids) out.ids.push_back(std::move(id));
     row += n;

@@ -1,6 +1,8 @@
 #include "retriever/run/run_directory.h"
 
 #include "retriever/files/atomic_file.h"
+#include "retriever/files/directory_lock.h"
+#include "retriever/files/output_not_input.h"
 #include "retriever/files/scratch.h"
 #include "retriever/files/staged_directory.h"
 
@@ -68,17 +70,29 @@ void truncate_metrics(const std::string& path, int64_t step) {
 }
 
 // --metrics-out must name a file in an existing directory: found before training, not after.
-void check_metrics_path(const std::string& path) {
+// Nor may it be one of the run's inputs (by inode: through ./, .. or a symbolic link too),
+// which its first line would replace, --overwrite or not.
+void check_metrics_path(const std::string& path, const std::vector<std::pair<std::string, std::string>>& inputs) {
   const fs::path file(path);
+  refuse_output_that_is_an_input("--metrics-out", path, inputs);
   if (fs::is_directory(file)) {
     throw std::invalid_argument("--metrics-out " + path + " is a directory; name a file in it, e.g. " +
                                 (file / "metrics.jsonl").string());
   }
+  if (const auto problem = regular_file_problem(path); !problem.empty())  // a FIFO's open waits forever
+    throw std::invalid_argument("--metrics-out " + path + ": " + problem);
   const fs::path parent = file.has_parent_path() ? file.parent_path() : fs::path(".");
   if (!fs::is_directory(parent)) {
     throw std::invalid_argument("--metrics-out " + path + ": the directory " + parent.string() +
                                 " does not exist; create it first or choose another path");
   }
+}
+
+// `text` as one shell word: in single quotes, each ' written as '\''.
+std::string shell_word(const std::string& text) {
+  std::string word = "'";
+  for (const char c : text) word += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return word + "'";
 }
 
 }  // namespace
@@ -89,11 +103,25 @@ RunDirectory::RunDirectory(const TrainConfig& config, bool writer)
       metrics_path_(config.output.metrics_out.empty() ? (fs::path(config.output.dir) / "metrics.jsonl").string()
                                                       : config.output.metrics_out),
       metrics_elsewhere_(!config.output.metrics_out.empty()),
-      writer_(writer) {}
+      writer_(writer) {
+  for (const auto& [flag, path] : std::vector<std::pair<std::string, std::string>>{
+           {"--train-file", config.data.train_file},
+           {"--eval-corpus", config.data.eval_corpus},
+           {"--eval-queries", config.data.eval_queries},
+           {"--eval-qrels", config.data.eval_qrels},
+           {"--tokenizer", config.tokenizer.file},
+           {"--model", config.encoder.torchscript}}) {
+    if (!path.empty()) inputs_.emplace_back(flag, path);
+  }
+}
 
 RunDirectory::~RunDirectory() {
-  restore_replaced();
   std::error_code ignored;
+  if (!replaced_.empty()) {
+    restore_replaced();
+  } else if (claimed_) {  // a new run that failed before its first checkpoint: its files go too
+    for (const auto& name : run_files()) fs::remove(path(name), ignored);
+  }
   for (const auto& file : scratch_) fs::remove(file, ignored);
   if (created_) fs::remove(output_, ignored);  // only if empty: a run stopped or failed before its first file
 }
@@ -110,8 +138,17 @@ std::vector<std::string> RunDirectory::run_files() const {
   return names;
 }
 
+// The killed run's own files go first: the old run's, moved back over them, would otherwise sit
+// beside a file the old run never had (a --model-dir run's tokenizer.json beside a built-in
+// run's tokenizer.model), and --resume would refuse the mix.
 std::string RunDirectory::move_back(const std::string& replaced) const {
-  return "mv -f " + replaced + "/* " + output_ + "/ && rmdir " + replaced;
+  std::string remove;
+  for (const auto& name : run_files()) {
+    std::error_code ignored;
+    if (fs::exists(fs::symlink_status(path(name), ignored))) remove += " " + shell_word(path(name));
+  }
+  return (remove.empty() ? "" : "rm -f" + remove + " && ") + "mv -f " + shell_word(replaced) + "/* " +
+         shell_word(output_) + "/ && rmdir " + shell_word(replaced);
 }
 
 std::vector<std::string> RunDirectory::stale_replaced() const {
@@ -133,6 +170,11 @@ std::vector<std::string> RunDirectory::stale_replaced() const {
 }
 
 void RunDirectory::start(bool overwrite) {
+  if (writer_) {  // one writer per run directory, from before its first check to the run's end
+    const bool made = fs::create_directories(output_);
+    lock_ = DirectoryLock(output_, "run");
+    created_ = made;  // not removed on failure unless this process made it and held it
+  }
   if (fs::exists(checkpoint_path_) && !overwrite) {
     throw std::invalid_argument(output_ + " already holds a training run (checkpoint.pt). Pass --resume to "
                                 "continue it, --overwrite to start again, or choose another --output.");
@@ -144,12 +186,20 @@ void RunDirectory::start(bool overwrite) {
                                 "replacing (it was stopped before its first checkpoint). To get that run back: " +
                                 move_back(stale.front()) + "; to discard it, pass --overwrite (or choose another --output).");
   }
-  if (metrics_elsewhere_) check_metrics_path(metrics_path_);
-  created_ = fs::create_directories(output_);
+  if (metrics_elsewhere_) {
+    check_metrics_path(metrics_path_, inputs_);
+    std::error_code no_size;  // an empty file (made for the run, say) holds nothing to lose
+    if (!overwrite && fs::exists(metrics_path_) && fs::file_size(metrics_path_, no_size) > 0) {
+      throw std::invalid_argument("--metrics-out " + metrics_path_ + " exists; pass --overwrite to replace it, or "
+                                  "choose another file");
+    }
+  }
   fresh_metrics_ = true;
 }
 
 CheckpointInfo RunDirectory::resume(const TrainConfig& requested, int world_size) {
+  std::error_code no_directory;  // a missing one is refused below: it holds no checkpoint
+  if (writer_ && fs::is_directory(output_, no_directory)) lock_ = DirectoryLock(output_, "run");
   const auto stale = stale_replaced();
   if (!fs::exists(checkpoint_path_)) {
     if (!stale.empty()) {
@@ -167,7 +217,7 @@ CheckpointInfo RunDirectory::resume(const TrainConfig& requested, int world_size
   }
   check_resume_compatible(info.config, requested, checkpoint_path_);
   check_files_of(info);
-  if (writer_ && metrics_elsewhere_) check_metrics_path(metrics_path_);
+  if (writer_ && metrics_elsewhere_) check_metrics_path(metrics_path_, inputs_);
   if (writer_) truncate_metrics(metrics_path_, info.progress.step);
   if (writer_) {  // a replacement killed after its first checkpoint: that is this one
     std::error_code ignored;
@@ -239,9 +289,11 @@ void RunDirectory::claim(const std::vector<std::pair<std::string, std::string>>&
       throw;  // the destructor puts the earlier run back
     }
   }
+  claimed_ = true;
 }
 
 std::string RunDirectory::settle() {
+  claimed_ = false;  // the run has a checkpoint: its files stay, whatever happens next
   if (replaced_.empty()) return "";
   const std::string dir = replaced_;
   replaced_.clear();

@@ -5,11 +5,13 @@
 // A directory never holds files of two runs. A new run writes nothing there until it has
 // checked all it can (claim()); then it moves the files of the run it replaces (--overwrite)
 // into OUTPUT/.replaced-PID, checkpoint.pt first, and writes its own. Once its first
-// checkpoint is saved (settle()) the old files are deleted; a run that fails before that puts
-// them back (the destructor), and a killed one leaves them there, which the next run names.
+// checkpoint is saved (settle()) the old files are deleted; a run that fails before that
+// removes its own files and puts the old ones back (the destructor), and a killed one leaves
+// them there, which the next run names.
 #pragma once
 
 #include "retriever/config/train_config.h"
+#include "retriever/files/directory_lock.h"
 #include "retriever/run/checkpoint.h"
 #include "retriever/run/progress.h"
 
@@ -34,12 +36,15 @@ class RunDirectory {
   RunDirectory(const RunDirectory&) = delete;
   RunDirectory& operator=(const RunDirectory&) = delete;
 
-  /// A new run: refuses a directory that holds one unless `overwrite` (also one that a killed
-  /// --overwrite left in OUTPUT/.replaced-PID), and a --metrics-out that names a directory or
-  /// lies in a missing one; creates the output directory and writes nothing else.
+  /// A new run: the writer creates the output directory and locks it (DirectoryLock: another
+  /// process's train, resume or overwrite of it is refused while this run lives); refuses a
+  /// directory that holds a run unless `overwrite` (also one that a killed --overwrite left in
+  /// OUTPUT/.replaced-PID), and a --metrics-out that names a directory, lies in a missing one,
+  /// is one of the run's inputs or (without `overwrite`) holds something; writes nothing else.
   void start(bool overwrite);
-  /// A resumed run: the checkpoint's record, refused unless it was saved by `world_size`
-  /// processes with settings that compute what `requested` does, and unless config.json and
+  /// A resumed run (the writer locks the directory, as start() does): the checkpoint's record,
+  /// refused unless it was saved by `world_size` processes with settings that compute what
+  /// `requested` does, and unless config.json and
   /// the tokenizer file beside it are that checkpoint's run's. Metrics lines after the
   /// checkpoint's step are dropped (the run logs them again).
   CheckpointInfo resume(const TrainConfig& requested, int world_size);
@@ -84,10 +89,13 @@ class RunDirectory {
   std::string replaced_;    // OUTPUT/.replaced-PID while it holds the replaced run's files
   std::vector<std::string> scratch_;
   bool metrics_elsewhere_;  // --metrics-out given
+  std::vector<std::pair<std::string, std::string>> inputs_;  // (flag, path) of the files the run reads
   bool writer_;
   bool fresh_metrics_ = false;  // a new run: the first line replaces the file's content
   bool created_ = false;        // start() made output_: removed again if the run leaves it empty
+  bool claimed_ = false;        // claim() wrote the run's files and settle() has not come yet
   std::ofstream metrics_;
+  DirectoryLock lock_;  // the writer's, from start() or resume() to the end: one writer per run
 };
 
 }  // namespace retriever

@@ -9,6 +9,7 @@
 
 #include <torch/torch.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <stdexcept>
 
@@ -63,7 +64,8 @@ TextEncoder load_run_encoder(const std::string& run, CheckpointInfo* info_out) {
   const char* kind = model.is_pretrained() ? "pretrained" : model.is_torchscript() ? "torchscript" : "builtin";
   nlohmann::json source = {{"checkpoint", fs::absolute(path).lexically_normal().string()},
                            {"step", info.progress.step},
-                           {"encoder", kind}};
+                           {"encoder", kind},
+                           {"weights_crc32", weights_digest(model)}};
   const bool normalizes = model.normalizes();
   TextEncoder encoder{std::move(model),
                       tokenizer_of(info),
@@ -87,11 +89,14 @@ TextEncoder load_pretrained_encoder(const PretrainedSource& s) {
   nlohmann::json source = {{"model_dir", fs::absolute(s.dir).lexically_normal().string()}, {"encoder", "pretrained"}};
   if (!s.adapter.empty()) source["adapter"] = fs::absolute(s.adapter).lexically_normal().string();
   BiEncoder model = BiEncoder::pretrained({loaded.module});
+  source["weights_crc32"] = weights_digest(model);
   const bool normalizes = model.normalizes();
   return TextEncoder{std::move(model),
                      std::move(tokenizer),
-                     s.query_max_len > 0 ? s.query_max_len : positions,
-                     s.passage_max_len > 0 ? s.passage_max_len : positions,
+                     // the tokenizer cuts at the model's positions whatever is asked: what is used
+                     // (manifest.json's max_len recorded --passage-max-len 1e9)
+                     s.query_max_len > 0 ? std::min(s.query_max_len, positions) : positions,
+                     s.passage_max_len > 0 ? std::min(s.passage_max_len, positions) : positions,
                      normalizes,
                      std::move(source),
                      describe(description)};
@@ -150,7 +155,9 @@ TextEncoder load_exported_encoder(const std::string& dir, const std::string& sid
   }
   model.train(false);
   probe_exported(model, tokenizer, dim, file);
-  nlohmann::json source = {{"export", fs::absolute(dir).lexically_normal().string()}, {"file", file}};
+  nlohmann::json source = {{"export", fs::absolute(dir).lexically_normal().string()},
+                           {"file", file},
+                           {"weights_crc32", weights_digest(model)}};
   if (manifest.contains("source")) source["exported_from"] = manifest["source"];
   return TextEncoder{std::move(model), std::move(tokenizer), query_len, passage_len, normalize, std::move(source), std::string()};
 }

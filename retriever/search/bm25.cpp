@@ -122,6 +122,11 @@ void Bm25Index::Impl::build_named(const TextCollection& corpus, const std::strin
     reused = true;
     return;
   }
+  std::error_code not_there;
+  if (fs::exists(path, not_there) && !fs::is_directory(path, not_there)) {
+    throw std::runtime_error("--bm25-index " + path + " is a file, not a directory: give a directory for the index "
+                             "(a new or empty one, or one that holds a gradcache BM25 index)");
+  }
   if (found == Found::Foreign) {
     throw std::runtime_error("--bm25-index " + path +
                              ": the directory holds something other than a gradcache BM25 index; "

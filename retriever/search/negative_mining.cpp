@@ -1,5 +1,7 @@
 #include "retriever/search/negative_mining.h"
 
+#include "retriever/launch/stop_signal.h"
+
 #include <algorithm>
 #include <limits>
 #include <stdexcept>
@@ -52,13 +54,14 @@ std::vector<int64_t> candidates(const MiningQuery& q, const MiningOptions& optio
 
 // Adds random documents to `chosen` until it holds options.negatives: rows below
 // random_fill_from that are not excluded, not candidates of the query and not taken. Gives up
-// after a bounded number of draws (a corpus with too few such documents).
+// after a bounded number of draws (a corpus with too few such documents): 64 per document
+// wanted, and no more documents can be wanted than the range holds, however large --negatives.
 void top_up_at_random(const MiningQuery& q, const std::vector<int64_t>& pool, const MiningOptions& options,
                       SplitMix64& rng, std::vector<int64_t>& chosen, MiningStats& stats) {
   std::unordered_set<int64_t> taken(pool.begin(), pool.end());
   const auto range = static_cast<uint64_t>(options.random_fill_from);
-  for (int64_t tries = 0; static_cast<int64_t>(chosen.size()) < options.negatives && tries < 64 * options.negatives;
-       ++tries) {
+  const int64_t max_tries = 64 * std::min(options.negatives, options.random_fill_from);
+  for (int64_t tries = 0; static_cast<int64_t>(chosen.size()) < options.negatives && tries < max_tries; ++tries) {
     const auto row = static_cast<int64_t>(rng.next() % range);
     if (q.excluded.count(row) || !taken.insert(row).second) continue;
     chosen.push_back(row);
@@ -86,6 +89,7 @@ std::vector<std::vector<int64_t>> choose_negatives(const std::vector<MiningQuery
     throw std::invalid_argument("--depth: ranks start at 1 and the first may not be after the last");
   std::vector<std::vector<int64_t>> chosen(queries.size());
   for (size_t i = 0; i < queries.size(); ++i) {
+    stop_if_signalled(options.stop);
     const MiningQuery& q = queries[i];
     if (q.scores.size() != q.ranked.size())
       throw std::invalid_argument("choose_negatives: query " + std::to_string(i) + " has " +

@@ -4,6 +4,7 @@
 // sample. Independent of how the ranking was made (dense search or BM25).
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <string>
 #include <unordered_set>
@@ -22,6 +23,8 @@ struct MiningOptions {
   /// at random from rows [0, random_fill_from) that are neither excluded nor already taken
   /// (BM25 finds nothing for a query whose terms are rare; DPR falls back to random negatives).
   int64_t random_fill_from = 0;
+  /// Checked before each query (stop_if_signalled): a signal stops the choice at once.
+  const std::atomic<int>* stop = nullptr;
 };
 
 /// "10:100" -> first_rank 10, last_rank 100. Throws std::invalid_argument naming --depth on

@@ -1,5 +1,6 @@
 #include "retriever/train/curves.h"
 
+#include "retriever/files/output_not_input.h"
 #include "retriever/files/scratch.h"
 #include "retriever/launch/gnuplot.h"
 #include "retriever/launch/stop_signal.h"
@@ -212,13 +213,9 @@ std::string run_select_metric(const std::string& run) {
 
 void plot_training_curves(const std::vector<CurveSource>& runs, const std::string& png, const std::string& dev_metric,
                           const PlotControl& control) {
-  std::error_code no_file;  // an output that does not exist yet is none of the inputs
-  for (const auto& run : runs) {
-    if (fs::equivalent(run.metrics_path, png, no_file)) {
-      throw std::invalid_argument("the output " + png + " is " + run.metrics_path +
-                                  ", an input: it would be replaced by the plot; choose another --output");
-    }
-  }
+  std::vector<std::pair<std::string, std::string>> inputs;
+  for (const auto& run : runs) inputs.emplace_back("input", run.metrics_path);
+  refuse_output_that_is_an_input("--output", png, inputs);
   ScratchDirectory scratch;
   std::vector<std::string> dats;
   std::vector<CurveCounts> counts;

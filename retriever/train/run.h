@@ -45,6 +45,7 @@ class TrainingRun {
   void train_loop();
   /// Fills `times`' step phases and update_s.
   double train_step(const TokenBatch& queries, const TokenBatch& passages, int64_t step, StepRecord& times);
+  void count_skipped_update(int64_t step, const std::string& why);
   void record_step(StepRecord record, double loss, size_t pairs, double step_seconds, int64_t first_step,
                    Clock::time_point loop_start);
   void write_run_files();
@@ -77,6 +78,7 @@ class TrainingRun {
   nlohmann::json baseline_ = nullptr;
   SelectionState selection_;   // model selection on dev data (--eval-every); rank 0's is the one
   bool stopped_early_ = false;  // --patience ran out
+  int64_t skipped_in_a_row_ = 0;  // updates skipped for a non-finite loss or gradients, up to this step
   TrainResult result_;
 };
 

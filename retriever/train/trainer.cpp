@@ -29,6 +29,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <filesystem>
 #include <memory>
 #include <optional>
 #include <sstream>
@@ -53,13 +54,33 @@ double TrainingRun::train_step(const TokenBatch& queries, const TokenBatch& pass
   if (!std::isfinite(loss)) {
     log("step " + std::to_string(step + 1) + ": the loss is " + std::to_string(loss) + "; the update is skipped");
     model_->optimizer().zero_grad();
+    count_skipped_update(step, "the loss was " + std::to_string(loss));
     return loss;
   }
   if (model_->update(config_.training.max_grad_norm) == UpdateOutcome::skipped_overflow) {
     log("step " + std::to_string(step + 1) + ": inf/NaN gradients (fp16 overflow); the update is skipped and "
         "the loss scale lowered to " + std::to_string(model_->scaler()->get_scale()));
+    count_skipped_update(step, "the gradients overflowed fp16 down to a loss scale of " +
+                                   std::to_string(model_->scaler()->get_scale()));
+    return loss;
   }
+  skipped_in_a_row_ = 0;
   return loss;
+}
+
+// A run whose updates are skipped --max-skipped-updates times in a row has diverged (or cannot
+// start): it stops with an error rather than run on and write a model that never trained. Every
+// rank counts the same skips (the skip is decided for all ranks at once), so all stop together.
+void TrainingRun::count_skipped_update(int64_t step, const std::string& why) {
+  const int64_t limit = config_.training.max_skipped_updates;
+  if (++skipped_in_a_row_ < limit || limit == 0) return;
+  const bool saved = std::filesystem::exists(directory_->checkpoint_path());
+  throw std::runtime_error(
+      "steps " + std::to_string(step + 2 - limit) + " to " + std::to_string(step + 1) + " skipped their update, " +
+      std::to_string(limit) + " updates in a row (" + why + "): the run has diverged; " +
+      (saved ? "its last checkpoint, " + directory_->checkpoint_path() + ", is kept" : "no checkpoint was written") +
+      ". Try a lower --lr, a higher --temperature or --precision fp32; --max-skipped-updates sets how many skips "
+      "in a row stop a run (0: never)");
 }
 
 void TrainingRun::record_step(StepRecord record, double loss, size_t pairs, double step_seconds, int64_t first_step,

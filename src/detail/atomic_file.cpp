@@ -1,6 +1,7 @@
 #include "detail/atomic_file.h"
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -111,10 +112,22 @@ void write_file_atomic(const std::string& path, const std::string& bytes) {
   commit_file(write_temporary_file(path, bytes), path);
 }
 
+std::string regular_file_problem(const std::string& path) {
+  struct stat status {};
+  if (::stat(path.c_str(), &status) != 0 || S_ISREG(status.st_mode)) return "";
+  if (S_ISDIR(status.st_mode)) return "it is a directory; give a file";
+  const std::string kind = S_ISFIFO(status.st_mode)                              ? "a pipe (FIFO)"
+                           : S_ISCHR(status.st_mode) || S_ISBLK(status.st_mode) ? "a device"
+                           : S_ISSOCK(status.st_mode)                           ? "a socket"
+                                                                                : "not a regular file";
+  return "it is " + kind + ", not a regular file (what a pipe or a device gives can be read only once, and "
+         "opening a pipe waits for a writer); write it to a file first";
+}
+
 std::string read_file(const std::string& path) {
-  std::error_code ignored;  // a directory opens as a stream that reads nothing: say what it is
-  if (std::filesystem::is_directory(path, ignored))
-    throw std::runtime_error("cannot read " + path + ": it is a directory; give a file");
+  // A directory opens as a stream that reads nothing, a FIFO's open blocks: say what it is.
+  if (const auto problem = regular_file_problem(path); !problem.empty())
+    throw std::runtime_error("cannot read " + path + ": " + problem);
   std::ifstream in(path, std::ios::binary);
   if (!in) throw io_error("cannot read", path);
   std::ostringstream bytes;

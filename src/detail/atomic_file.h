@@ -32,8 +32,16 @@ void commit_file(const std::string& tmp_path, const std::string& path);
 /// writes and EINTR. Returns false, with errno set, when a write fails.
 bool write_all(int fd, const char* data, size_t size);
 
-/// The whole file; throws std::runtime_error naming the path if it cannot be read.
+/// The whole file; throws std::runtime_error naming the path if it cannot be read (or is not a
+/// regular file: regular_file_problem).
 std::string read_file(const std::string& path);
+
+/// Why `path` cannot be read as a file, or "" when it can (or does not exist: the caller's
+/// open says so in its own words): "it is a directory", "it is a pipe (FIFO)", a device or a
+/// socket. Found by stat, without opening: a FIFO's open waits for a writer forever (and deaf
+/// to SIGTERM: the signal only interrupts it), and what it gives can be read only once. Every
+/// reader of a user's file asks this before opening it.
+std::string regular_file_problem(const std::string& path);
 
 }  // namespace detail
 }  // namespace gradcache

@@ -21,7 +21,7 @@ namespace gradcache::hf::detail {
 namespace {
 
 /// As WordPiece's: real vocabularies have up to a few hundred thousand tokens.
-constexpr uint64_t kMaxVocabSize = uint64_t{1} << 22;
+constexpr uint64_t kMaxBpeVocabSize = uint64_t{1} << 22;
 /// The most merges a file may declare (real ones: the vocabulary's size at most).
 constexpr uint64_t kMaxMerges = uint64_t{1} << 22;
 
@@ -336,7 +336,7 @@ std::unique_ptr<Model> bpe_from_json(const Json& config, const Source& source) {
   options.ignore_merges = read_bool(config, "ignore_merges", source, false);
   // Each of 0..n-1 exactly once, as WordPiece's: an embedding table has a row per id.
   std::vector<std::string> tokens =
-      read_dense_vocab(require_field(config, "vocab", source), source.at("vocab"), kMaxVocabSize);
+      read_dense_vocab(require_field(config, "vocab", source), source.at("vocab"), kMaxBpeVocabSize);
   const auto merges = read_merges(require_field(config, "merges", source), source.at("merges"));
   return std::make_unique<Bpe>(std::move(tokens), merges, std::move(options), source);
 }

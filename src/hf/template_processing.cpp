@@ -10,7 +10,7 @@
 namespace gradcache::hf::detail {
 namespace {
 
-struct Piece {
+struct TemplatePiece {
   bool is_sequence;  // $A / $B, else a special token
   std::string id;    // "A" / "B", or the special token's name
   uint64_t type_id;
@@ -21,7 +21,7 @@ struct SpecialToken {
   std::vector<std::string> tokens;
 };
 
-Piece read_piece(const Json& value, const Source& source) {
+TemplatePiece read_piece(const Json& value, const Source& source) {
   expect_object(value, source);
   if (value.size() != 1 || (!value.contains("Sequence") && !value.contains("SpecialToken")))
     fail(source, "a template piece is {\"Sequence\": {...}} or {\"SpecialToken\": {...}}");
@@ -29,18 +29,18 @@ Piece read_piece(const Json& value, const Source& source) {
   const Source inner = source.at(is_sequence ? "Sequence" : "SpecialToken");
   const Json& body = value.begin().value();
   expect_object(body, inner);
-  Piece piece{is_sequence, read_string(body, "id", inner),
+  TemplatePiece piece{is_sequence, read_string(body, "id", inner),
               read_count(body, "type_id", inner, std::nullopt, UINT32_MAX)};
   if (is_sequence && piece.id != "A" && piece.id != "B")
     fail(inner.at("id"), "a sequence is \"A\" or \"B\", not " + quote_for_message(piece.id));
   return piece;
 }
 
-std::vector<Piece> read_template(const Json& config, const char* key, const Source& source) {
+std::vector<TemplatePiece> read_template(const Json& config, const char* key, const Source& source) {
   const Json& value = require_field(config, key, source);
   const Source where = source.at(key);
   if (!value.is_array()) fail(where, "expected an array of pieces, found " + describe_json(value));
-  std::vector<Piece> pieces;
+  std::vector<TemplatePiece> pieces;
   for (size_t i = 0; i < value.size(); ++i) pieces.push_back(read_piece(value[i], where.at(std::to_string(i))));
   return pieces;
 }
@@ -68,23 +68,23 @@ std::map<std::string, SpecialToken> read_special_tokens(const Json& value, const
 
 class TemplateProcessing final : public PostProcessor {
  public:
-  TemplateProcessing(std::vector<Piece> single, std::vector<Piece> pair, std::map<std::string, SpecialToken> specials,
+  TemplateProcessing(std::vector<TemplatePiece> single, std::vector<TemplatePiece> pair, std::map<std::string, SpecialToken> specials,
                      const Source& source)
       : single_(std::move(single)), pair_(std::move(pair)), specials_(std::move(specials)) {
     size_t sequences = 0;
-    for (const Piece& piece : single_) {
+    for (const TemplatePiece& piece : single_) {
       if (piece.is_sequence && piece.id == "B")
         fail(source.at("single"), "the single-sequence template uses $B, which only a pair has");
       sequences += piece.is_sequence ? 1 : 0;
     }
     if (sequences != 1) fail(source.at("single"), "the single-sequence template must hold $A exactly once");
     for (const auto* pieces : {&single_, &pair_})
-      for (const Piece& piece : *pieces)
+      for (const TemplatePiece& piece : *pieces)
         if (!piece.is_sequence && specials_.count(piece.id) == 0)
           fail(source, "the templates use the special token " + quote_for_message(piece.id) +
                            ", which \"special_tokens\" does not define");
     bool seen_sequence = false;
-    for (const Piece& piece : single_) {
+    for (const TemplatePiece& piece : single_) {
       if (piece.is_sequence) {
         seen_sequence = true;
         continue;
@@ -99,7 +99,7 @@ class TemplateProcessing final : public PostProcessor {
   std::vector<int64_t> process(const std::vector<int64_t>& ids) const override {
     std::vector<int64_t> out;
     out.reserve(ids.size() + added_);
-    for (const Piece& piece : single_) {
+    for (const TemplatePiece& piece : single_) {
       const std::vector<int64_t>& part = piece.is_sequence ? ids : specials_.at(piece.id).ids;
       out.insert(out.end(), part.begin(), part.end());
     }
@@ -130,16 +130,16 @@ class TemplateProcessing final : public PostProcessor {
   }
 
  private:
-  static OrderedJson pieces_json(const std::vector<Piece>& pieces) {
+  static OrderedJson pieces_json(const std::vector<TemplatePiece>& pieces) {
     OrderedJson out = OrderedJson::array();
-    for (const Piece& piece : pieces)
+    for (const TemplatePiece& piece : pieces)
       out.push_back(OrderedJson{{piece.is_sequence ? "Sequence" : "SpecialToken",
                                  OrderedJson{{"id", piece.id}, {"type_id", piece.type_id}}}});
     return out;
   }
 
-  std::vector<Piece> single_;
-  std::vector<Piece> pair_;
+  std::vector<TemplatePiece> single_;
+  std::vector<TemplatePiece> pair_;
   std::map<std::string, SpecialToken> specials_;  // by name, as `tokenizers` writes them
   size_t added_ = 0;
   int64_t before_id_ = -1;
@@ -149,8 +149,8 @@ class TemplateProcessing final : public PostProcessor {
 }  // namespace
 
 std::unique_ptr<PostProcessor> template_processing_from_json(const Json& config, const Source& source) {
-  std::vector<Piece> single = read_template(config, "single", source);
-  std::vector<Piece> pair = read_template(config, "pair", source);
+  std::vector<TemplatePiece> single = read_template(config, "single", source);
+  std::vector<TemplatePiece> pair = read_template(config, "pair", source);
   std::map<std::string, SpecialToken> specials =
       read_special_tokens(require_field(config, "special_tokens", source), source.at("special_tokens"));
   return std::make_unique<TemplateProcessing>(std::move(single), std::move(pair), std::move(specials), source);

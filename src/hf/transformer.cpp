@@ -188,6 +188,12 @@ std::shared_ptr<TransformerBackbone> load_transformer(const std::string& dir) {
   const StoredWeights weights = StoredWeights::open(dir);  // headers only: tensors are read into the model
   if (config.parameters >= 0) {
     const int64_t held = weights.floating_point_elements();
+    const int64_t other = weights.other_elements();
+    if (config.parameters > held && held + other >= config.parameters)  // "holds 0 weights" before
+      throw ModelFileError(weights.file(), "holds its weights as integers (" + std::to_string(other) +
+                                               " elements in integer tensors, " + std::to_string(held) +
+                                               " in floating-point ones): a quantized model (int8, say), which this "
+                                               "program cannot load or train; give the model in fp32, fp16 or bf16");
     if (config.parameters > held)
       throw ModelFileError(config_file, "describes a model of " + std::to_string(config.parameters) + " weights but " +
                                             weights.file() + " holds " + std::to_string(held) +

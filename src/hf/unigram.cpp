@@ -31,7 +31,7 @@ namespace {
 
 /// The most pieces a vocabulary may have: real ones have up to a few hundred thousand
 /// (XLM-RoBERTa 250,002), and a file declaring more is more likely broken than a model.
-constexpr uint64_t kMaxVocabSize = uint64_t{1} << 23;
+constexpr uint64_t kMaxUnigramVocabSize = uint64_t{1} << 23;
 /// What an unknown character scores below the lowest piece (K_UNK_PENALTY in model.rs).
 constexpr double kUnknownPenalty = 10.0;
 
@@ -386,9 +386,9 @@ void read_vocab(const Json& vocab, const Source& source, std::vector<std::string
     fail(source,
          "the vocabulary is empty; a Unigram model needs at least its unknown piece (tokenizers: "
          "\"The vocabulary is empty but at least <unk> is needed\")");
-  if (vocab.size() > kMaxVocabSize)
+  if (vocab.size() > kMaxUnigramVocabSize)
     fail(source, "declares " + std::to_string(vocab.size()) + " pieces, more than the " +
-                     std::to_string(kMaxVocabSize) + " this reader accepts");
+                     std::to_string(kMaxUnigramVocabSize) + " this reader accepts");
   pieces.reserve(vocab.size());
   scores.reserve(vocab.size());
   for (size_t id = 0; id < vocab.size(); ++id) {

@@ -8,6 +8,7 @@
 #include <sstream>
 #include <unordered_map>
 
+#include "detail/atomic_file.h"
 #include "gradcache/hf/tokenizer.h"
 #include "hf/json_fields.h"
 #include "hf/tokenizer_state.h"
@@ -19,7 +20,7 @@ namespace {
 
 namespace fs = std::filesystem;
 
-constexpr size_t kMaxVocabLines = size_t{1} << 22;  // as the tokenizer.json reader's kMaxVocabSize
+constexpr size_t kMaxVocabLines = size_t{1} << 22;  // as the tokenizer.json reader's kMaxWordPieceVocabSize
 constexpr std::uintmax_t kMaxFileBytes = std::uintmax_t{1} << 30;
 
 /// The tokens of vocab.txt by line, as `tokenizers`' WordPiece::read_file reads them: lines split
@@ -225,6 +226,8 @@ std::unique_ptr<TokenizerState> tokenizer_from_vocab(std::string_view vocab_txt,
 namespace {
 
 std::string read_file(const fs::path& path) {
+  if (const auto problem = gradcache::detail::regular_file_problem(path.string()); !problem.empty())
+    throw TokenizerError(unicode::printable_utf8(path.string()) + ": " + problem);
   std::error_code error;
   const std::uintmax_t size = fs::file_size(path, error);
   if (error) throw TokenizerError(unicode::printable_utf8(path.string()) + ": cannot be read: " + error.message());

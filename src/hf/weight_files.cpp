@@ -2,6 +2,7 @@
 #include <gradcache/hf/stored_weights.h>
 #include <gradcache/hf/transformer.h>
 
+#include "detail/atomic_file.h"
 #include "hf/model_json.h"
 
 #include <torch/serialize.h>
@@ -46,6 +47,8 @@ std::set<std::string> shard_files(const std::string& index_file) {
 }  // namespace
 
 NamedTensors read_pytorch_bin(const std::string& path) {
+  if (const auto problem = gradcache::detail::regular_file_problem(path); !problem.empty())
+    throw ModelFileError(path, problem);
   std::ifstream in(path, std::ios::binary);
   if (!in) throw ModelFileError(path, "missing or unreadable");
   const std::vector<char> bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
@@ -70,7 +73,13 @@ NamedTensors read_pytorch_bin(const std::string& path) {
     if (!item.key().isString() || !item.value().isTensor())
       throw ModelFileError(path, "is not a state dict: it maps " + std::string(item.key().tagKind()) + " to " +
                                      std::string(item.value().tagKind()));
-    tensors.emplace_back(item.key().toStringRef(), item.value().toTensor());
+    const at::Tensor& tensor = item.value().toTensor();
+    // The format has no checksum (safetensors files are checked by their header's sizes; a
+    // checkpoint by its CRCs): a NaN or infinite weight would train and encode NaN without a word.
+    if (tensor.is_floating_point() && !tensor.isfinite().all().item<bool>())
+      throw ModelFileError(path, "its tensor " + detail::quoted(item.key().toStringRef()) +
+                                     " holds NaN or infinite values: the file is damaged, or the model diverged");
+    tensors.emplace_back(item.key().toStringRef(), tensor);
   }
   return tensors;
 }
@@ -138,16 +147,25 @@ void StoredWeights::read_into(const std::string& name, at::Tensor& destination) 
   }
 }
 
-int64_t StoredWeights::floating_point_elements() const {
+namespace {
+
+template <class Stored>
+int64_t count_elements(const std::map<std::string, Stored>& stored_tensors, bool floating_point) {
   int64_t count = 0;
-  for (const auto& [name, stored] : *stored_) {
-    if (!c10::isFloatingType(stored.description.dtype)) continue;
+  for (const auto& [name, stored] : stored_tensors) {
+    if (c10::isFloatingType(stored.description.dtype) != floating_point) continue;
     int64_t elements = 1;
     for (const int64_t size : stored.description.shape) elements *= size;
     count += elements;
   }
   return count;
 }
+
+}  // namespace
+
+int64_t StoredWeights::floating_point_elements() const { return count_elements(*stored_, true); }
+
+int64_t StoredWeights::other_elements() const { return count_elements(*stored_, false); }
 
 NamedTensors StoredWeights::read_all() const {
   NamedTensors tensors;

@@ -17,7 +17,7 @@ namespace {
 
 /// The most tokens a vocabulary may have: real ones have up to a few hundred thousand, and a
 /// file declaring more is more likely broken (or hostile) than a model.
-constexpr uint64_t kMaxVocabSize = uint64_t{1} << 22;
+constexpr uint64_t kMaxWordPieceVocabSize = uint64_t{1} << 22;
 
 class WordPiece final : public Model {
  public:
@@ -98,7 +98,7 @@ std::unique_ptr<Model> wordpiece_from_json(const Json& config, const Source& sou
   // wants each of 0..n-1 exactly once (an embedding table has a row per id, and a gap or a repeat
   // means the file is not what the model was trained with).
   std::vector<std::string> tokens =
-      read_dense_vocab(require_field(config, "vocab", source), source.at("vocab"), kMaxVocabSize);
+      read_dense_vocab(require_field(config, "vocab", source), source.at("vocab"), kMaxWordPieceVocabSize);
   if (tokens.empty()) fail(source.at("vocab"), "the vocabulary is empty");
   return std::make_unique<WordPiece>(std::move(tokens), std::move(unk_token), std::move(prefix), max_chars, source);
 }

@@ -49,6 +49,12 @@ done
 "$bin" eval --checkpoint "$work/run" --quick --json >"$work/eval.json" 2>"$work/eval.err"
 expect_status 0 $? "eval"
 grep -q '"recall@10"' "$work/eval.json" || fail "eval --json printed no recall@10"
+# Issue 41, item 6: --top-k beyond the corpus ranks it all (it failed after the encoding).
+"$bin" eval --checkpoint "$work/run" --quick --json --top-k 1000000000000 >"$work/eval_top.json" 2>"$work/eval_top.err"
+expect_status 0 $? "eval --top-k 1000000000000"
+recall10() { grep -o '"recall@10": *[0-9.e+-]*' "$1" | head -1; }
+[ -n "$(recall10 "$work/eval.json")" ] && [ "$(recall10 "$work/eval.json")" = "$(recall10 "$work/eval_top.json")" ] ||
+  fail "eval --top-k 1e12 gave another recall@10"
 
 # A damaged checkpoint (one byte changed inside a tensor): eval and --resume refuse it, naming
 # the entry, without LibTorch's backtrace, and leave it as it is.
@@ -172,6 +178,29 @@ echo '{"batch_sise": 128}' >"$work/typo.json"
 "$bin" train --config "$work/typo.json" >/dev/null 2>"$work/typo.err"
 expect_status 2 $? "a config file with an unknown key"
 grep -q 'unknown setting "batch_sise"' "$work/typo.err" || fail "no message for an unknown config key"
+
+# Issue 41: a FIFO wherever a file is read (or --metrics-out written) is refused at once, naming
+# it; before, the open waited for a writer forever and SIGTERM then gave "Interrupted system
+# call". `timeout` turns such a wait into a failure here instead of a hung test.
+mkfifo "$work/fifo"
+fifo_refused() {  # name, then the command's arguments
+  local name=$1; shift
+  timeout 120 "$bin" "$@" >/dev/null 2>"$work/fifo_$name.err"
+  local status=$?
+  [ "$status" = 1 ] || fail "$name: a FIFO gave exit status $status, expected 1 at once"
+  grep -q "not a regular file" "$work/fifo_$name.err" || fail "$name: no message naming the FIFO"
+}
+fifo_refused config train --config "$work/fifo"
+fifo_refused tokenizer train --quick --tokenizer "$work/fifo" --output "$work/fifo_tok"
+fifo_refused checkpoint eval --checkpoint "$work/fifo" --quick
+fifo_refused metrics train --quick --steps 1 --eval false --metrics-out "$work/fifo" --output "$work/fifo_metrics"
+tiny_bert="$(cd "$(dirname "$0")/../hf/fixtures/tiny_bert" && pwd)"
+for file in config.json model.safetensors; do
+  cp -r "$tiny_bert" "$work/fifo_model"
+  rm "$work/fifo_model/$file" && mkfifo "$work/fifo_model/$file"
+  fifo_refused "model_dir_$file" eval --model-dir "$work/fifo_model" --quick
+  rm -rf "$work/fifo_model"
+done
 
 # Former names still work, with a notice.
 "$bin" train --quick --steps 1 --eval false --chunk-size auto --memory-budget 64M --output "$work/old" >/dev/null 2>"$work/old.err"

@@ -108,12 +108,20 @@ aside=$(ls -d "$over"/.replaced-* 2>/dev/null | head -1)
 [ -n "$aside" ] && [ -f "$aside/checkpoint.pt" ] || fail "the old run is not aside: $(ls -A "$over")"
 [ -f "$over/checkpoint.pt" ] && fail "a checkpoint beside the killed run's files: $(ls -A "$over")"
 "${train[@]}" --output "$over" --resume >"$work/resume_over.log" 2>&1
-[ $? = 1 ] && grep -q "mv -f $aside" "$work/resume_over.log" ||
+[ $? = 1 ] && grep -q "mv -f '$aside'" "$work/resume_over.log" ||
   fail "--resume after the killed --overwrite did not name the old run: $(tail -3 "$work/resume_over.log")"
 "${train[@]}" --output "$over" >"$work/new_over.log" 2>&1
 [ $? = 1 ] && grep -q "$aside" "$work/new_over.log" ||
   fail "a new run after the killed --overwrite did not name the old run: $(tail -3 "$work/new_over.log")"
-mv -f "$aside"/* "$over"/ && rmdir "$aside"
+# The printed command itself puts the old run back (issue 41, item 7: it left the killed run's
+# files, e.g. a --model-dir run's tokenizer.json beside the old tokenizer.model, and --resume
+# then refused the mix). A tokenizer.json stands for such a file here.
+echo '{}' >"$over/tokenizer.json"
+"${train[@]}" --output "$over" --resume >"$work/resume_over2.log" 2>&1
+hint=$(grep -o "rm -f .* && rmdir '[^']*'" "$work/resume_over2.log" | head -1)
+[ -n "$hint" ] || fail "no command to move the old run back: $(tail -3 "$work/resume_over2.log")"
+bash -c "$hint" || fail "the printed command failed: $hint"
+[ -e "$over/tokenizer.json" ] && fail "the printed command left the killed run's tokenizer.json"
 "${train[@]}" --output "$over" --resume >"$work/restored.log" 2>&1 ||
   fail "the old run, moved back, does not resume: $(tail -3 "$work/restored.log")"
 "$compare" "$work/reference/checkpoint.pt" "$over/checkpoint.pt" || fail "the old run's checkpoint changed"

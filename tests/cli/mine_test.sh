@@ -107,6 +107,18 @@ expect_status 1 $? "mine --embeddings made by another model"
 grep -q "were made by .*run/checkpoint.pt.*not by this passage encoder.*run_b/checkpoint.pt" "$work/othermodel.err" ||
   fail "no message naming both models: $(cat "$work/othermodel.err")"
 [ -e "$work/x.jsonl" ] && fail "a refused mine wrote its output"
+# Issue 41, item 3: the same run trained again (--overwrite: same path, same step, new weights)
+# made the old vectors look like its own; the manifest's weight digest tells them apart.
+"$bin" encode --run "$work/run_b" --corpus "$work/corpus.tsv" --output "$work/emb_b" >/dev/null 2>"$work/emb_b.err"
+expect_status 0 $? "encoding with the second run"
+"$bin" train "${tiny_flags[@]}" --steps 1 --seed 7 --overwrite --output "$work/run_b" >/dev/null 2>"$work/run_b2.err"
+expect_status 0 $? "training the second run again"
+"$bin" mine --run "$work/run_b" --train-file "$work/train.tsv" --corpus "$work/corpus.tsv" --embeddings "$work/emb_b" \
+  --negatives 3 --depth 2:30 --output "$work/x.jsonl" >/dev/null 2>"$work/stale.err"
+expect_status 1 $? "mine --embeddings of the run before it was trained again"
+grep -q "were made by .*weights_crc32.*not by this passage encoder" "$work/stale.err" ||
+  fail "no message for the vectors of the earlier model: $(cat "$work/stale.err")"
+[ -e "$work/x.jsonl" ] && fail "a refused mine wrote its output"
 
 # BM25 (no margin: it has no dense scores) and an exported model mine the same way.
 "$bin" mine --bm25 --train-file "$work/train.tsv" --negatives 3 --depth 2:30 --output "$work/bm25.jsonl" \
@@ -144,6 +156,21 @@ grep -q "is a directory; give the path of the JSONL file" "$work/outdir.err" || 
 expect_status 1 $? "more negatives than the ranks hold"
 grep -q "fewer candidates in ranks 2:30" "$work/short.err" || fail "no message for --negatives 50"
 [ -e "$work/short.jsonl" ] && fail "a refused mining wrote its output"
+# More negatives than the corpus holds: refused before any retrieval (it once drew 64 x 1e9 times
+# per query at 100% CPU, deaf to SIGTERM), naming the flag and the most it can be.
+timeout 60 "$bin" mine --run "$work/run" --train-file "$work/train.tsv" --negatives 1000000000 --on-short random \
+  --output "$work/huge.jsonl" >/dev/null 2>"$work/huge.err"
+expect_status 1 $? "--negatives 1000000000"
+grep -q -- "--negatives 1000000000: the corpus holds [0-9]* documents.*give at most" "$work/huge.err" ||
+  fail "no message for --negatives 1000000000: $(cat "$work/huge.err")"
+# Issue 41, item 1: an --output that is an input (here through ./) replaced the training data
+# with --overwrite; it is refused, and the file is as it was.
+cp "$work/train.tsv" "$work/train.before"
+"${mine[@]}" --overwrite --output "$work/./train.tsv" >/dev/null 2>"$work/self.err"
+expect_status 1 $? "mine --output of its own --train-file"
+grep -q -- "--output .*train.tsv is the command's --train-file" "$work/self.err" ||
+  fail "no message for an --output that is the --train-file: $(cat "$work/self.err")"
+cmp -s "$work/train.tsv" "$work/train.before" || fail "mine replaced its own training file"
 "$bin" mine --run "$work/run" --train-file "$work/train.tsv" --negatives 50 --depth 2:30 --on-short drop \
   --output "$work/drop.jsonl" >/dev/null 2>"$work/drop.err"
 expect_status 1 $? "--on-short drop when every query falls short"

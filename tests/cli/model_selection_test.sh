@@ -64,7 +64,7 @@ is_png "$work/both.png" || fail "plot wrote no PNG"
 # with a line that is not a record is named, with the line, instead of being drawn in part.
 cp "$work/wordnet/metrics.jsonl" "$work/metrics_before.jsonl"
 "$bin" plot "$work/wordnet" --output "$work/wordnet/metrics.jsonl" --overwrite 2>"$work/plot_self.err"
-[ $? = 1 ] && grep -q "an input" "$work/plot_self.err" || fail "plot accepted one of its inputs as --output"
+[ $? = 1 ] && grep -q "is the command's input" "$work/plot_self.err" || fail "plot accepted one of its inputs as --output"
 cmp -s "$work/wordnet/metrics.jsonl" "$work/metrics_before.jsonl" || fail "plot replaced the run's metrics"
 mkdir -p "$work/garbage"
 { head -2 "$work/metrics_before.jsonl"; echo "this is not json"; } >"$work/garbage/metrics.jsonl"

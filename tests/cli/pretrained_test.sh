@@ -76,8 +76,12 @@ grep -q "export it with --format sentence-transformers" "$work/export_ts.err" ||
 [ ! -e "$work/ts" ] || fail "a refused export left $work/ts"
 "$bin" encode --run "$work/run" --corpus "$work/corpus.tsv" --shard-size 40 --output "$work/emb_run" 2>"$work/enc1.err"
 expect_status 0 $? "encode --run (a --model-dir run)"
-"$bin" encode --model-dir "$work/st" --corpus "$work/corpus.tsv" --output "$work/emb_st" 2>"$work/enc2.err"
+# (--passage-max-len beyond the model's positions: the manifest records what was used, issue 41)
+"$bin" encode --model-dir "$work/st" --corpus "$work/corpus.tsv" --passage-max-len 1000000000 --output "$work/emb_st" \
+  2>"$work/enc2.err"
 expect_status 0 $? "encode --model-dir (the export)"
+"$python" -c "import json, sys; sys.exit(not 0 < json.load(open(sys.argv[1]))['max_len'] <= 64)" "$work/emb_st/manifest.json" ||
+  fail "encode --passage-max-len 1e9 recorded a max_len the model cannot use: $(cat "$work/emb_st/manifest.json")"
 
 # An untied run: one directory per side; both at once is refused.
 untied="$work/m___untie"

@@ -56,4 +56,10 @@ grep -q "BM25: indexed" "$work/bm25a.err" || fail "--bm25-index: not built the f
 "$bin" eval --checkpoint "$work/run" --quick --bm25-index "$work/bm25" >/dev/null 2>"$work/bm25b.err"
 expect_status 0 $? "eval --bm25-index (reuse)"
 grep -q "BM25: reused the index" "$work/bm25b.err" || fail "--bm25-index: not reused the second time"
+# Issue 41, item 9: a regular file as --bm25-index is named as one ("the directory holds..." before).
+echo "not an index" >"$work/bm25_file"
+"$bin" eval --checkpoint "$work/run" --quick --bm25-index "$work/bm25_file" >/dev/null 2>"$work/bm25file.err"
+expect_status 1 $? "eval --bm25-index FILE"
+grep -q "bm25_file is a file, not a directory" "$work/bm25file.err" || fail "no message for a file as --bm25-index"
+[ "$(cat "$work/bm25_file")" = "not an index" ] || fail "--bm25-index FILE was changed"
 echo "search CLI checks passed"

@@ -244,6 +244,26 @@ TEST(Bert, PytorchModelBinWrittenByLibTorch) {
     EXPECT_TRUE(torch::equal(item.value(), model->named_parameters()[item.key()])) << item.key();
   hftest::write_text(dir + "/pytorch_model.bin", "not a zip file");
   EXPECT_NE(model_file_error([&] { hf::load_transformer(dir); }).find("convert it to model.safetensors"), std::string::npos);
+  // Issue 41, item 9: the format has no checksum, so a NaN weight is found by looking (it loaded).
+  state.insert_or_assign("embeddings.word_embeddings.weight",
+                         state.at("embeddings.word_embeddings.weight").detach().clone().fill_(std::nan("")));
+  const std::vector<char> nan_bytes = torch::pickle_save(state);
+  hftest::write_text(dir + "/pytorch_model.bin", std::string(nan_bytes.begin(), nan_bytes.end()));
+  const std::string message = model_file_error([&] { hf::load_transformer(dir); });
+  EXPECT_NE(message.find("\"embeddings.word_embeddings.weight\" holds NaN or infinite values"), std::string::npos)
+      << message;
+}
+
+TEST(Bert, AQuantizedModelIsNamedAsOne) {
+  // Issue 41, item 9: int8 weights said "holds 0 weights".
+  const std::string dir = hftest::scratch_dir();
+  hftest::fs::copy_file(hftest::tiny_model_dir() + "/config.json", dir + "/config.json");
+  hf::NamedTensors quantized;
+  for (const auto& item : hf::load_transformer(hftest::tiny_model_dir())->named_parameters())
+    quantized.emplace_back(item.key(), item.value().detach().to(torch::kChar));
+  hf::save_safetensors(dir + "/model.safetensors", quantized);
+  const std::string message = model_file_error([&] { hf::load_transformer(dir); });
+  EXPECT_NE(message.find("holds its weights as integers"), std::string::npos) << message;
 }
 
 TEST(Bert, PytorchModelBinWrittenByPython) {

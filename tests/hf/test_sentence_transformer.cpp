@@ -196,7 +196,7 @@ TEST(SentenceTransformer, SavedDirectoryEncodesTheSameInPython) {
 TEST(SentenceTransformer, PlainHuggingFaceDirectoryMeansMeanPooling) {
   const std::string dir = hftest::scratch_dir();
   for (const char* file : {"config.json", "model.safetensors", "tokenizer.json", "tokenizer_config.json"})
-    hftest::fs::copy_file(hftest::tiny_model_dir() + "/" + file, dir + "/" + file);
+    hftest::fs::copy_file(hftest::fs::path(hftest::tiny_model_dir()) / file, hftest::fs::path(dir) / file);
   auto model = hf::load_sentence_transformer(dir);
   EXPECT_FALSE(model->options().normalize());
   EXPECT_EQ(model->options().pooling().modes(), std::vector<hf::PoolingMode>({hf::PoolingMode::Mean}));

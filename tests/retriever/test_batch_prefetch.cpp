@@ -65,7 +65,9 @@ TEST(BatchPrefetch, AnErrorIsThrownAtItsOwnBatchAndEndsThePrefetch) {
     } catch (const std::invalid_argument& e) {
       EXPECT_STREQ(e.what(), "batch 4 is bad");
     }
-    if (depth > 0) EXPECT_THROW(batches.next(), std::out_of_range);  // never waits for a batch that cannot come
+    if (depth > 0) {
+      EXPECT_THROW(batches.next(), std::out_of_range);  // never waits for a batch that cannot come
+    }
   }
 }
 

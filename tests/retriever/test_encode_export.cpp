@@ -15,6 +15,7 @@
 
 #include <atomic>
 #include <csignal>
+#include <limits>
 #include <tuple>
 
 using namespace train_test;
@@ -327,6 +328,27 @@ TEST(Encode, ShardsEqualOneEncodingAndAStopLeavesNothing) {
   for (const auto& text : corpus.texts) tokens.push_back(run.tokenizer.encode(text, 32));
   EXPECT_LE(max_difference(read.vectors, gr::encode_all(run.model.passage_model(), tokens, 96, torch::kCPU)), 1e-6);
   EXPECT_EQ(read.ids, corpus.ids);
+
+  // A NaN weight: nothing is written, and the message names the first text.
+  auto [info, model] = gr::load_checkpoint(config.output.dir + "/checkpoint.pt");
+  {
+    torch::NoGradGuard no_grad;
+    model.parameters()[0].fill_(std::numeric_limits<float>::quiet_NaN());
+  }
+  torch::optim::AdamW optimizer(model.parameters(), torch::optim::AdamWOptions(1e-3));
+  gr::save_checkpoint(config.output.dir + "/checkpoint.pt", info, model, optimizer, gr::capture_generators(torch::kCPU));
+  settings.output = dir / "nan";
+  const auto nan_message = error_of([&] { gr::encode_corpus(settings); });
+  EXPECT_NE(nan_message.find("not finite (NaN or infinity) for 'd0' of " + settings.corpus), std::string::npos)
+      << nan_message;
+  EXPECT_FALSE(fs::exists(settings.output));
+  // Nor does export ship it: it says the weights are not finite (before: "this is a bug").
+  gr::ExportSettings export_settings;
+  export_settings.run = config.output.dir;
+  export_settings.output = dir / "nan-export";
+  const auto export_message = error_of([&] { gr::export_run(export_settings); });
+  EXPECT_NE(export_message.find("are not finite"), std::string::npos) << export_message;
+  EXPECT_FALSE(fs::exists(export_settings.output));
 
   std::atomic<int> stop{SIGINT};
   gr::EncodeControl control;

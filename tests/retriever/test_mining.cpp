@@ -2,12 +2,15 @@
 // positive-aware filter, seeded draw), the ids the readers keep for it, and `mine` end to end
 // on a small corpus with a freshly initialised run.
 #include "retriever/data/text_data.h"
+#include "retriever/launch/stop_signal.h"
 #include "retriever/search/negative_mining.h"
 #include "text_test_util.h"
 
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <atomic>
+#include <chrono>
 #include <numeric>
 #include <set>
 
@@ -113,6 +116,24 @@ TEST(Mining, ShortQueriesAreToppedUpAtRandomWithoutExcludedOrRepeatedDocuments) 
   EXPECT_EQ(choose_negatives({q}, o, few)[0], (std::vector<int64_t>{1, 2, 3}));
   EXPECT_EQ(few.random_filled, 1);
   EXPECT_EQ(few.short_queries, 1);
+}
+
+TEST(Mining, TopUpOfAHugeCountIsBoundedByTheCorpusAndStopsOnASignal) {
+  MiningOptions o;
+  o.first_rank = 1;
+  o.last_rank = 3;
+  o.negatives = 1000000000;  // once 64 x 1e9 draws per query: minutes at 100% CPU
+  o.random_fill_from = 10;
+  auto q = ranked_query(3);
+  MiningStats stats;
+  const auto started = std::chrono::steady_clock::now();
+  EXPECT_EQ(choose_negatives({q, q}, o, stats)[0].size(), 10u);  // every row, then it gives up
+  EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count(), 5.0);
+  EXPECT_EQ(stats.short_queries, 2);
+
+  std::atomic<int> stop{15};
+  o.stop = &stop;
+  EXPECT_THROW(choose_negatives({q}, o, stats), StoppedBySignal);
 }
 
 TEST(Mining, RefusesNoNegativesAndMismatchedScores) {

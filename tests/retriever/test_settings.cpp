@@ -155,6 +155,43 @@ TEST(TrainConfig, ErrorsNameTheFlagOrKey) {
   EXPECT_NE(settings_error([&] { gr::validate(c); }).find("--sub-batch-size must be positive, got 0"), std::string::npos);
 }
 
+// Integers are parsed as 64 bits and range-checked before any narrowing: 2^32 + 100 was once
+// trained as a vocabulary of 100 pieces, and 2^31 printed as -2147483648.
+TEST(TrainConfig, IntegersNeverWrap) {
+  const auto none = nlohmann::json::object();
+  EXPECT_NE(settings_error([&] { gr::validate(gr::build_train_config(none, {{"vocab_size", "4294967396"}})); })
+                .find("--vocab-size must be from 16 to 1000000, got 4294967396"),
+            std::string::npos);
+  EXPECT_NE(settings_error([&] { gr::build_train_config(none, {{"batch_size", "99999999999999999999"}}); })
+                .find("--batch-size expects an integer, got '99999999999999999999'"),
+            std::string::npos);
+  EXPECT_NE(settings_error([&] { gr::validate(gr::build_train_config(none, {{"threads", "100000"}})); })
+                .find("--threads must be from 0 to 1024, got 100000"),
+            std::string::npos);
+  EXPECT_EQ(gr::parse_setting_text<int32_t>("2147483647", "--x"), 2147483647);
+  EXPECT_NE(settings_error([&] { gr::parse_setting_text<int32_t>("2147483648", "--x"); })
+                .find("--x expects an integer, got '2147483648'"),
+            std::string::npos);
+  EXPECT_NE(settings_error([&] { gr::parse_setting_text<uint16_t>("65536", "--x"); })
+                .find("--x expects a non-negative integer, got '65536'"),
+            std::string::npos);
+}
+
+// Issue 41, item 6: a built-in encoder too big for the machine is refused by the settings,
+// before any work (it failed after seconds inside the allocator, or swapped).
+TEST(TrainConfig, ABuiltInEncoderTooBigForTheMachineIsRefusedBeforeAnyWork) {
+  const auto none = nlohmann::json::object();
+  for (const auto& flag : std::vector<std::pair<std::string, std::string>>{
+           {"dim", "1000000000"}, {"ffn_dim", "2000000000"}, {"layers", "100000000"},
+           {"projection_dim", "2000000000"}, {"query_max_len", "1000000000"}, {"passage_max_len", "1000000000"}}) {
+    const std::string key = flag.first, value = flag.second;  // (clang: lambdas capture no structured bindings)
+    const auto message = settings_error([&] { gr::validate(gr::build_train_config(none, {{key, value}})); });
+    EXPECT_NE(message.find("parameters: training them needs at least"), std::string::npos) << key << ": " << message;
+    EXPECT_NE(message.find("make them smaller"), std::string::npos) << key << ": " << message;
+  }
+  EXPECT_EQ(settings_error([&] { gr::validate(gr::build_train_config(none, {{"dim", "1024"}, {"layers", "12"}})); }), "");
+}
+
 TEST(TrainConfig, AccumulateComputesChunkSizeQueriesAtOnceUnlessSubBatchSizeIsGiven) {
   // One knob for the memory of a forward in every mode: --chunk-size 16 with accumulate gives
   // sub-batches of 16, not the default 128 (four times the cache's memory at 32, as it was).

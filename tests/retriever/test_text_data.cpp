@@ -248,7 +248,7 @@ TEST(TrainExamples, MissingFileAndDirectory) {
   expect_data_error([&] { read_train_examples(missing); }, missing, 0, "cannot open: No such file or directory");
   const auto folder = dir.path("folder.tsv");
   fs::create_directory(folder);
-  expect_data_error([&] { read_train_examples(folder); }, folder, 0, "cannot open");
+  expect_data_error([&] { read_train_examples(folder); }, folder, 0, "it is a directory");
 }
 
 // Issue 27: a FIFO as --train-file was read once (for the tokenizer) and the second open then

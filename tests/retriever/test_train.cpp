@@ -88,19 +88,23 @@ TEST(Trainer, ModesAgreeWhereTheyShould) {
   }
 }
 
-namespace {
 
-// A finished two-step run in DIR/run, without evaluation: what the overwrite tests start from.
-gr::TrainConfig two_step_run(const TempDir& dir) {
+// A temperature of 1e-38 makes every loss non-finite: the run stops after
+// --max-skipped-updates skips in a row instead of exiting 0 with a model that never trained.
+TEST(Trainer, ARunWhoseUpdatesAreSkippedInARowStops) {
+  TempDir dir;
   write_task(dir);
   auto config = tiny_config(dir);
-  config.training.steps = 2;
-  config.eval.enabled = false;
-  gr::train(config, quiet());
-  return config;
+  config.loss.temperature = 1e-38;
+  config.training.max_skipped_updates = 2;
+  config.output.save_every = 1;
+  const auto message = error_of([&] { gr::train(config, quiet()); });
+  // (which steps: those after the loss first overflows, which depends on the weights' drift)
+  EXPECT_NE(message.find(" skipped their update, 2 updates in a row (the loss was "), std::string::npos)
+      << message;
+  EXPECT_NE(message.find("its last checkpoint, " + config.output.dir + "/checkpoint.pt, is kept"), std::string::npos)
+      << message;
 }
-
-}  // namespace
 
 TEST(Trainer, RefusesToOverwriteARunAndKeepsItIntact) {
   TempDir dir;
@@ -225,6 +229,22 @@ TEST(Trainer, AFailedOverwriteLeavesTheOldRunAndABadMetricsPathIsRefused) {
   EXPECT_NE(error_of([&] { gr::train(config, quiet()); }).find("does not exist"), std::string::npos);
   config.output.metrics_out = dir.path.string();
   EXPECT_NE(error_of([&] { gr::train(config, quiet()); }).find("is a directory"), std::string::npos);
+
+  // An existing file is replaced only with --overwrite, and an input of the run never (it was:
+  // `--metrics-out data/pairs.jsonl` left one line of 64), whatever path names it.
+  const std::string train = gr::read_file(config.data.train_file);
+  for (const auto& input : {config.data.train_file, (dir.path / "." / "train.tsv").string()}) {
+    config.output.metrics_out = input;
+    EXPECT_NE(error_of([&] { gr::train(config, options); }).find("is the command's --train-file"), std::string::npos);
+  }
+  fs::create_symlink(dir.path / "queries.tsv", dir.path / "link.tsv");
+  config.output.metrics_out = dir / "link.tsv";
+  EXPECT_NE(error_of([&] { gr::train(config, options); }).find("is the command's --eval-queries"), std::string::npos);
+  EXPECT_EQ(gr::read_file(config.data.train_file), train);
+  write(dir / "mine.jsonl", "{\"a\": 1}\n");
+  config.output.metrics_out = dir / "mine.jsonl";
+  EXPECT_NE(error_of([&] { gr::train(config, quiet()); }).find("exists; pass --overwrite"), std::string::npos);
+  EXPECT_EQ(gr::read_file(dir / "mine.jsonl"), "{\"a\": 1}\n");
 }
 
 namespace {
@@ -284,6 +304,13 @@ TEST(Trainer, AFailedOverwriteLeavesEveryFileOfTheOldRun) {
   EXPECT_NE(error_of([&] { gr::train(longer, options); }).find("checkpoint.pt.tmp"), std::string::npos);
   fs::remove(run / "checkpoint.pt.tmp");
   EXPECT_EQ(files_of(run), before);
+  // Issue 41, item 7: the same failure of a new run (no old one) left its config.json,
+  // tokenizer.model and metrics.jsonl without a checkpoint; now it leaves nothing of its own.
+  auto fresh = longer;
+  fresh.output.dir = dir / "fresh";
+  fs::create_directories(fs::path(fresh.output.dir) / "checkpoint.pt.tmp");
+  EXPECT_NE(error_of([&] { gr::train(fresh, quiet()); }).find("checkpoint.pt.tmp"), std::string::npos);
+  EXPECT_EQ(files_of(fresh.output.dir), (std::map<std::string, std::string>{{"checkpoint.pt.tmp", "(directory)"}}));
 
   // A successful --overwrite replaces every file and leaves nothing of the old run aside.
   gr::train(longer, options);

@@ -91,6 +91,16 @@ inline std::vector<torch::Tensor> weights(const std::string& checkpoint) {
   return out;
 }
 
+// A finished two-step run in DIR/run, without evaluation: what the overwrite tests start from.
+inline gr::TrainConfig two_step_run(const TempDir& dir) {
+  write_task(dir);
+  auto config = tiny_config(dir);
+  config.training.steps = 2;
+  config.eval.enabled = false;
+  gr::train(config, quiet());
+  return config;
+}
+
 template <class Fn>
 std::string error_of(Fn&& fn) {
   try {

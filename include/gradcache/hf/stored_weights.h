@@ -43,6 +43,8 @@ class StoredWeights {
   void read_into(const std::string& name, at::Tensor& destination) const;
   /// The number of floating-point elements stored: what a config.json's model may not exceed.
   int64_t floating_point_elements() const;
+  /// The number of elements stored in integer or boolean tensors (a quantized model's weights).
+  int64_t other_elements() const;
   /// Every tensor, read now, in file order.
   NamedTensors read_all() const;
 

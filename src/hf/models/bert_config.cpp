@@ -10,7 +10,7 @@ namespace hf {
 namespace {
 
 using namespace detail::config_reading;
-constexpr int64_t kMaxPositions = detail::kMaxLearnedPositions;
+constexpr int64_t kMaxBertPositions = detail::kMaxLearnedPositions;
 constexpr int64_t kMaxTokenTypes = 1'000;
 
 void refuse_if_true(const Json& config, const char* key, const char* why, const std::string& file) {
@@ -31,7 +31,7 @@ void BertConfig::visit(detail::FieldVisitor& fields) {
   fields.choice("hidden_act", hidden_act_, {GRADCACHE_HF_ACTIVATIONS});
   fields.number("hidden_dropout_prob", hidden_dropout_prob_, 0, 1, /*open_min=*/false, /*open_max=*/true);
   fields.number("attention_probs_dropout_prob", attention_probs_dropout_prob_, 0, 1, false, true);
-  fields.integer("max_position_embeddings", max_position_embeddings_, 1, kMaxPositions);
+  fields.integer("max_position_embeddings", max_position_embeddings_, 1, kMaxBertPositions);
   fields.integer("type_vocab_size", type_vocab_size_, 1, kMaxTokenTypes);
   fields.number("layer_norm_eps", layer_norm_eps_, 0, 1, /*open_min=*/true, /*open_max=*/true);
   fields.number("initializer_range", initializer_range_, 0, 10);

@@ -12,7 +12,7 @@ namespace hf {
 namespace {
 
 using namespace detail::config_reading;
-constexpr int64_t kMaxPositions = detail::kMaxRotaryPositions;
+constexpr int64_t kMaxLlamaPositions = detail::kMaxRotaryPositions;
 
 // transformers' defaults where the types differ.
 LlamaConfig defaults_of(const std::string& type) {
@@ -59,7 +59,7 @@ Rope read_rope(const Json& config, double theta, const std::string& file) {
       if (!(scaling.high_freq_factor > scaling.low_freq_factor))
         throw ModelFileError(file, where + ": high_freq_factor must be larger than low_freq_factor");
       scaling.original_max_position_embeddings =
-          static_cast<int64_t>(rope_field(*it, "original_max_position_embeddings", where, 1, kMaxPositions, file));
+          static_cast<int64_t>(rope_field(*it, "original_max_position_embeddings", where, 1, kMaxLlamaPositions, file));
     }
     if (type != "default" && scaling.kind == detail::RopeScaling::Kind::Default)
       throw ModelFileError(file, std::string(key) + " asks for rope_type " + detail::quoted(type) +
@@ -94,14 +94,14 @@ void LlamaConfig::visit(detail::FieldVisitor& fields) {
   fields.optional_integer("num_key_value_heads", num_key_value_heads_, 0, 1, kMaxWidth);
   fields.optional_integer("head_dim", head_dim_, 0, 2, kMaxWidth);
   fields.choice("hidden_act", hidden_act_, {GRADCACHE_HF_ACTIVATIONS});
-  fields.integer("max_position_embeddings", max_position_embeddings_, 1, kMaxPositions);
+  fields.integer("max_position_embeddings", max_position_embeddings_, 1, kMaxLlamaPositions);
   fields.number("rms_norm_eps", rms_norm_eps_, 0, 1, /*open_min=*/true, /*open_max=*/true);
   fields.number("attention_dropout", attention_dropout_, 0, 1, false, /*open_max=*/true);
   fields.optional_integer("pad_token_id", pad_token_id_, -1, 0, kMaxVocabulary);
   fields.number("initializer_range", initializer_range_, 0, 10);
   if (model_type_ == "llama" || model_type_ == "qwen3") fields.flag("attention_bias", attention_bias_);
   if (model_type_ == "llama") fields.flag("mlp_bias", mlp_bias_);
-  if (model_type_ == "mistral") fields.optional_integer("sliding_window", sliding_window_, 0, 1, kMaxPositions);
+  if (model_type_ == "mistral") fields.optional_integer("sliding_window", sliding_window_, 0, 1, kMaxLlamaPositions);
 }
 
 LlamaConfig LlamaConfig::parse(const std::string& text, const std::string& file) {

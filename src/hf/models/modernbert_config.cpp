@@ -13,7 +13,7 @@ namespace hf {
 namespace {
 
 using namespace detail::config_reading;
-constexpr int64_t kMaxPositions = detail::kMaxRotaryPositions;
+constexpr int64_t kMaxModernBertPositions = detail::kMaxRotaryPositions;
 constexpr double kMaxTheta = 1e12;
 
 constexpr const char* kGlobal = "full_attention";
@@ -90,7 +90,7 @@ void ModernBertConfig::visit(detail::FieldVisitor& fields) {
   fields.integer("num_hidden_layers", num_hidden_layers_, 1, kMaxLayers);
   fields.integer("num_attention_heads", num_attention_heads_, 1, kMaxWidth);
   fields.choice("hidden_activation", hidden_activation_, {GRADCACHE_HF_ACTIVATIONS});
-  fields.integer("max_position_embeddings", max_position_embeddings_, 1, kMaxPositions);
+  fields.integer("max_position_embeddings", max_position_embeddings_, 1, kMaxModernBertPositions);
   fields.number("initializer_range", initializer_range_, 0, 10);
   fields.number("initializer_cutoff_factor", initializer_cutoff_factor_, 0, 100, /*open_min=*/true);
   fields.number("norm_eps", norm_eps_, 0, 1, /*open_min=*/true, /*open_max=*/true);
@@ -99,7 +99,7 @@ void ModernBertConfig::visit(detail::FieldVisitor& fields) {
   fields.flag("attention_bias", attention_bias_);
   fields.number("attention_dropout", attention_dropout_, 0, 1, false, /*open_max=*/true);
   // Below 2 the half-window would be 0, which the attention pattern reads as no window at all.
-  fields.integer("local_attention", local_attention_, 2, 2 * kMaxPositions);
+  fields.integer("local_attention", local_attention_, 2, 2 * kMaxModernBertPositions);
   fields.number("embedding_dropout", embedding_dropout_, 0, 1, false, true);
   fields.flag("mlp_bias", mlp_bias_);
   fields.number("mlp_dropout", mlp_dropout_, 0, 1, false, true);

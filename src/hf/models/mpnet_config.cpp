@@ -10,7 +10,7 @@ namespace hf {
 namespace {
 
 using namespace detail::config_reading;
-constexpr int64_t kMaxPositions = detail::kMaxLearnedPositions;
+constexpr int64_t kMaxMpnetPositions = detail::kMaxLearnedPositions;
 constexpr int64_t kMaxBuckets = 65'536;
 
 }  // namespace
@@ -24,7 +24,7 @@ void MPNetConfig::visit(detail::FieldVisitor& fields) {
   fields.choice("hidden_act", hidden_act_, {GRADCACHE_HF_ACTIVATIONS});
   fields.number("hidden_dropout_prob", hidden_dropout_prob_, 0, 1, /*open_min=*/false, /*open_max=*/true);
   fields.number("attention_probs_dropout_prob", attention_probs_dropout_prob_, 0, 1, false, true);
-  fields.integer("max_position_embeddings", max_position_embeddings_, 1, kMaxPositions);
+  fields.integer("max_position_embeddings", max_position_embeddings_, 1, kMaxMpnetPositions);
   fields.number("layer_norm_eps", layer_norm_eps_, 0, 1, /*open_min=*/true, /*open_max=*/true);
   fields.integer("relative_attention_num_buckets", relative_attention_num_buckets_, 1, kMaxBuckets);
   fields.optional_integer("pad_token_id", pad_token_id_, -1, 0, kMaxVocabulary);
