@@ -156,6 +156,7 @@ TEST(Export, DamagedOrMismatchedExportsAreRefused) {
   for (const auto& [value, expected] : std::vector<std::pair<nlohmann::json, std::string>>{
            {"../run/tokenizer.model", "\"../run/tokenizer.model\" is not a file name in the export's directory"},
            {"/etc/passwd", "is not a file name in the export's directory"},
+           {std::string("tok\0en/izer.model", 17), "\"tok\\u0000en/izer.model\" is not a file name"},  // issue 41
            {5, "export.json: "}}) {
     auto edited = nlohmann::json::parse(good_json);
     edited["tokenizer"] = value;
