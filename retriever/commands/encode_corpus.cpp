@@ -137,7 +137,7 @@ EncodeReport encode_corpus(const EncodeSettings& s, const EncodeControl& control
                                        {"prefix_dim", s.dim > 0 ? nlohmann::json(s.dim) : nlohmann::json(nullptr)},
                                        {"normalize", encoder.normalize},
                                        {"max_len", max_len},
-                                       {"model", encoder.source},
+                                       {"model", model_identity(encoder)},
                                        {"corpus", std::filesystem::absolute(s.corpus).lexically_normal().string()},
                                        {"skipped_lines", stats.skipped}});
   out.commit();

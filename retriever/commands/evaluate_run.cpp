@@ -102,8 +102,8 @@ EvalReport evaluate_checkpoint(const EvalSettings& s, const EvalControl& control
       " queries on " + s.device);
   // No more documents can be ranked than the corpus holds: --top-k 1e12 asked the index for a
   // [queries, 1e12] result and failed after the encoding (issue 41).
-  const auto corpus_size = static_cast<int64_t>(data.corpus.size());
-  const int64_t top_k = std::min(s.top_k, std::max<int64_t>(corpus_size, 1));
+  const int64_t most_ranked = std::max<int64_t>(static_cast<int64_t>(data.corpus.size()), 1);
+  const int64_t top_k = std::min(s.top_k, most_ranked);
   EvalOptions options;
   options.batch_size = s.batch_size;
   options.top_k = top_k;
@@ -119,7 +119,7 @@ EvalReport evaluate_checkpoint(const EvalSettings& s, const EvalControl& control
     options.prefix_dim = report.dim = s.dim;
     options.normalize_prefix = normalizes;
   }
-  options.rerank_k = std::min(s.rerank_k, std::max<int64_t>(corpus_size, 1));
+  options.rerank_k = std::min(s.rerank_k, most_ranked);
   report.dense = evaluate_dense(model, set, options);
   report.metrics = report.dense.metrics;
   const auto prefix_dims = parse_dim_list(info.config.matryoshka.dims, "--matryoshka");

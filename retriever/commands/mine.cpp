@@ -218,7 +218,7 @@ std::vector<MiningQuery> retrieve_dense(const MineSettings& s, const MiningData&
   index_options.stop = control.stop;
   const DenseIndex index(s.embeddings.empty() ? encode(passage_encoder, false, data.corpus.texts)
                                               : encoded_corpus(s.embeddings, data.corpus, queries.size(1),
-                                                               passage_encoder.source),
+                                                               model_identity(passage_encoder)),
                          index_options);
   if (control.log) control.log("searching with " + index.describe());
   auto out = mining_queries(index.search(queries, k));

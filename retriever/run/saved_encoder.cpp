@@ -58,14 +58,19 @@ std::string checkpoint_of_run(const std::string& run) {
   return fs::is_directory(run, ignored) ? (fs::path(run) / "checkpoint.pt").string() : run;
 }
 
+nlohmann::json model_identity(const TextEncoder& encoder) {
+  nlohmann::json identity = encoder.source;
+  identity["weights_crc32"] = weights_digest(encoder.model);
+  return identity;
+}
+
 TextEncoder load_run_encoder(const std::string& run, CheckpointInfo* info_out) {
   const std::string path = checkpoint_of_run(run);
   auto [info, model] = load_checkpoint(path);
   const char* kind = model.is_pretrained() ? "pretrained" : model.is_torchscript() ? "torchscript" : "builtin";
   nlohmann::json source = {{"checkpoint", fs::absolute(path).lexically_normal().string()},
                            {"step", info.progress.step},
-                           {"encoder", kind},
-                           {"weights_crc32", weights_digest(model)}};
+                           {"encoder", kind}};
   const bool normalizes = model.normalizes();
   TextEncoder encoder{std::move(model),
                       tokenizer_of(info),
@@ -89,7 +94,6 @@ TextEncoder load_pretrained_encoder(const PretrainedSource& s) {
   nlohmann::json source = {{"model_dir", fs::absolute(s.dir).lexically_normal().string()}, {"encoder", "pretrained"}};
   if (!s.adapter.empty()) source["adapter"] = fs::absolute(s.adapter).lexically_normal().string();
   BiEncoder model = BiEncoder::pretrained({loaded.module});
-  source["weights_crc32"] = weights_digest(model);
   const bool normalizes = model.normalizes();
   return TextEncoder{std::move(model),
                      std::move(tokenizer),
@@ -157,9 +161,7 @@ TextEncoder load_exported_encoder(const std::string& dir, const std::string& sid
   }
   model.train(false);
   probe_exported(model, tokenizer, dim, file);
-  nlohmann::json source = {{"export", fs::absolute(dir).lexically_normal().string()},
-                           {"file", file},
-                           {"weights_crc32", weights_digest(model)}};
+  nlohmann::json source = {{"export", fs::absolute(dir).lexically_normal().string()}, {"file", file}};
   if (manifest.contains("source")) source["exported_from"] = manifest["source"];
   return TextEncoder{std::move(model), std::move(tokenizer), query_len, passage_len, normalize, std::move(source), std::string()};
 }

@@ -48,6 +48,12 @@ struct PretrainedSource {
 /// The checkpoint file of `run`: `run` itself, or run/checkpoint.pt when it is a directory.
 std::string checkpoint_of_run(const std::string& run);
 
+/// What an embeddings manifest records as the model that made its vectors: `encoder.source` (a
+/// checkpoint and step, an export file, a model directory) and a digest of its weights
+/// (weights_digest), which tells apart a run trained again at the same path and step. Reads
+/// every weight once: called where a manifest is written or compared, not on every load.
+nlohmann::json model_identity(const TextEncoder& encoder);
+
 /// The encoder of a run (checkpoint.pt or a run's output directory), with its weights and the
 /// tokenizer stored in the checkpoint. Throws CheckpointError naming the file.
 /// `info`, when given, receives the checkpoint's info (its run's settings, step, ...).
