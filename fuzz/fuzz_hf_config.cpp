@@ -4,16 +4,19 @@
 // BertConfig's round trip), modules.json,
 // 1_Pooling/config.json, sentence_bert_config.json, config_sentence_transformers.json,
 // 2_Normalize/config.json (or, when the first byte / 7 is odd, a Dense module's config.json),
-// tokenizer_config.json's model_max_length. No model is built (a valid
+// tokenizer_config.json's model_max_length (or, when the first byte / 7 is odd, a LoRA
+// adapter's adapter_config.json, written back and read again). No model is built (a valid
 // config may ask for gigabytes of weights; load_transformer checks that against the weights file).
 // The contract checked on every input, besides no crash, hang or leak:
 // - the only exception is ModelFileError, with a valid UTF-8 message naming the file;
-// - what parses is within the documented bounds, and a pooling config or a BertConfig written
-//   back (pooling_config_json, to_json) parses to the same values.
+// - what parses is within the documented bounds, and a pooling config, a BertConfig or an
+//   adapter config written back (pooling_config_json, to_json, lora_config_json) parses to the
+//   same values.
 #include "fuzz_common.h"
 
 #include <gradcache/hf/bert_config.h>
 #include <gradcache/hf/dense.h>
+#include <gradcache/hf/lora.h>
 #include <gradcache/hf/pooling.h>
 #include <gradcache/hf/sentence_transformer_config.h>
 #include <gradcache/hf/transformer.h>
@@ -51,6 +54,16 @@ void check_dense(const std::string& text) {
   fuzz::check(hf::dense_config_json(hf::parse_dense_config(json, "again")) == json, "Dense config round trip", json);
 }
 
+void check_adapter(const std::string& text) {
+  const hf::LoraOptions options = hf::parse_lora_config(text, "adapter_config.json");
+  fuzz::check(options.rank() > 0 && options.alpha() > 0 && options.dropout() >= 0 && options.dropout() < 1 &&
+                  !options.targets().empty(),
+              "an adapter of positive rank and scale, some targets, dropout in [0, 1)");
+  const std::string json = hf::lora_config_json(options, "base");
+  fuzz::check(hf::lora_config_json(hf::parse_lora_config(json, "again"), "base") == json, "adapter config round trip",
+              json);
+}
+
 void read(uint8_t choice, const std::string& text) {
   switch (choice % 7) {
     case 0: check_config(text); break;
@@ -78,10 +91,13 @@ void read(uint8_t choice, const std::string& text) {
         check_dense(text);
       }
       break;
-    default: {
-      const auto length = hf::tokenizer_max_length(text, "tokenizer_config.json");
-      fuzz::check(!length || *length > 0, "a positive model_max_length");
-    }
+    default:
+      if ((choice / 7) % 2 == 0) {
+        const auto length = hf::tokenizer_max_length(text, "tokenizer_config.json");
+        fuzz::check(!length || *length > 0, "a positive model_max_length");
+      } else {
+        check_adapter(text);
+      }
   }
 }
 

@@ -285,18 +285,28 @@ inline std::string format_bound(double x) {
   return nlohmann::json(x).dump();
 }
 
-/// Checks for Setting::checked.
+/// Checks for Setting::checked. A real setting reaches LibTorch as a 32-bit float (a learning
+/// rate, a temperature, a clipping norm), so positive() and at_least() also refuse what a float
+/// cannot hold: --lr 1e300 failed at the first step with LibTorch's "value cannot be converted
+/// to type float without overflow", and --temperature 1e-300 became 0 (1e-38, a subnormal float,
+/// is kept: a test diverges a run with it).
 inline SettingCheck positive() {
   return [](const nlohmann::json& v) {
     const double x = v.get<double>();
-    return !(x > 0) ? "must be positive" : std::isfinite(x) ? "" : "must be finite";
+    if (!(x > 0)) return std::string("must be positive");
+    if (!std::isfinite(x)) return std::string("must be finite");
+    if (x > std::numeric_limits<float>::max()) return std::string("must be at most 3.4e38 (the largest 32-bit float)");
+    if (x < std::numeric_limits<float>::denorm_min()) return std::string("must be at least 1.4e-45 (the smallest 32-bit float)");
+    return std::string();
   };
 }
 inline SettingCheck at_least(double low) {
   return [low](const nlohmann::json& v) {
     const double x = v.get<double>();
     if (!(x >= low)) return "must be >= " + format_bound(low);
-    return std::isfinite(x) ? std::string() : std::string("must be finite");
+    if (!std::isfinite(x)) return std::string("must be finite");
+    if (x > std::numeric_limits<float>::max()) return std::string("must be at most 3.4e38 (the largest 32-bit float)");
+    return std::string();
   };
 }
 /// [low, high): e.g. a fraction or a probability.

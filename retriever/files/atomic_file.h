@@ -10,6 +10,7 @@ namespace retriever {
 using ::gradcache::detail::commit_file;
 using ::gradcache::detail::read_file;
 using ::gradcache::detail::regular_file_problem;
+using ::gradcache::detail::temporary_path;
 using ::gradcache::detail::write_file_atomic;
 using ::gradcache::detail::write_file_atomic_streamed;
 using ::gradcache::detail::write_all;

@@ -85,7 +85,7 @@ std::string npy_header(const at::Tensor& matrix) {
 void write_npy(const std::string& path, const at::Tensor& matrix) {
   const std::string header = npy_header(matrix);
   const auto data = matrix.to(torch::kCPU).contiguous();
-  const std::string tmp = path + ".tmp";
+  const std::string tmp = temporary_path(path);
   {
     std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
     if (!out) throw std::runtime_error("cannot write " + tmp + ": " + std::strerror(errno));

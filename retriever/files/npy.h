@@ -22,7 +22,7 @@ class NpyError : public std::runtime_error {
 std::string npy_header(const at::Tensor& matrix);
 
 /// Writes a 2-D float32 or float16 tensor (any device; copied to the CPU) as a .npy file:
-/// to "<path>.tmp", flushed, then renamed (write_file_atomic's guarantee). Throws
+/// to temporary_path(path), flushed, then renamed (write_file_atomic's guarantee). Throws
 /// std::invalid_argument for another shape or type, std::runtime_error naming the file when
 /// it cannot be written.
 void write_npy(const std::string& path, const at::Tensor& matrix);

@@ -3,6 +3,8 @@
 // reader to a file outside its directory ("../../x", "/etc/passwd").
 #pragma once
 
+#include <nlohmann/json.hpp>
+
 #include <string>
 
 namespace gradcache {
@@ -12,6 +14,12 @@ namespace retriever {
 inline bool is_plain_file_name(const std::string& name) {
   return !name.empty() && name != "." && name != ".." && name.find('/') == std::string::npos &&
          name.find('\0') == std::string::npos;
+}
+
+/// `name` as a JSON string, for a message about a name that is not plain: a NUL or a control
+/// character inside it is shown (\u0000) instead of cutting the message short.
+inline std::string quoted_file_name(const std::string& name) {
+  return nlohmann::json(name).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
 }  // namespace retriever

@@ -73,7 +73,7 @@ enum class TokenizerKind {
 class Tokenizer {
  public:
   /// Trains on `texts` in memory and writes the model to `model_path` atomically (written to
-  /// "<model_path>.tmp", then renamed; missing parent directories are created). Deterministic:
+  /// temporary_path(model_path), then renamed; missing parent directories are created). Deterministic:
   /// the same texts and options give the same model bytes. Empty texts are ignored; a text
   /// longer than 4192 bytes (sentencepiece's max_sentence_length) is trained on by its first
   /// 4192 bytes or fewer (cut between characters). Encoding has no length limit.

@@ -165,7 +165,7 @@ void save_checkpoint(const std::string& path, const CheckpointInfo& info, const 
     archive.write("grad_scaler", scaler_archive);
   }
 
-  // Streamed to "<path>.tmp" as the archive serialises, then renamed over `path`: not into
+  // Streamed to temporary_path(path) as the archive serialises, then renamed over `path`: not into
   // memory first (a second copy of the model and its AdamW state: 7 GB more for a 0.6B model,
   // which ran a 24 GB machine out of memory at its first checkpoint), and not through LibTorch's
   // file writer, which throws again from its destructor when the disk fills up (the process

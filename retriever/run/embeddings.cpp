@@ -58,7 +58,7 @@ nlohmann::json read_manifest(const std::string& dir) {
 std::string shard_file(const std::string& dir, const nlohmann::json& name, const std::string& manifest) {
   const std::string file = name.get<std::string>();
   if (!is_plain_file_name(file))
-    fail_embeddings(manifest, "shard file \"" + file + "\" is not a file name in the directory");
+    fail_embeddings(manifest, "shard file " + quoted_file_name(file) + " is not a file name in the directory");
   return (fs::path(dir) / file).string();
 }
 

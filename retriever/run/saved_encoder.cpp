@@ -129,9 +129,7 @@ TextEncoder load_exported_encoder(const std::string& dir, const std::string& sid
     auto part = [&](const nlohmann::json& name) {  // a file of the export, in its directory
       const std::string plain = name.get<std::string>();
       if (!is_plain_file_name(plain))
-        // quoted as JSON: a NUL inside the name cut the message short
-        throw std::runtime_error(nlohmann::json(plain).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) +
-                                 " is not a file name in the export's directory");
+        throw std::runtime_error(quoted_file_name(plain) + " is not a file name in the export's directory");
       return (fs::path(dir) / plain).string();
     };
     file = part(models.at(side));

@@ -1,5 +1,7 @@
 #include "detail/atomic_file.h"
 
+#include "detail/staged_directory.h"
+
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -61,8 +63,15 @@ void commit_file(const std::string& tmp_path, const std::string& path) {
   fsync_path(dir.empty() ? "." : dir.string(), true);
 }
 
+std::string temporary_path(const std::string& path) {
+  const std::filesystem::path target(path);
+  const std::string prefix = target.filename().string() + ".tmp-";
+  remove_dead_processes_entries(target.has_parent_path() ? target.parent_path().string() : ".", prefix);
+  return path + ".tmp-" + std::to_string(::getpid());
+}
+
 std::string write_temporary_file(const std::string& path, const std::string& bytes) {
-  const std::string tmp = path + ".tmp";
+  const std::string tmp = temporary_path(path);
   {
     std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
     if (!out) throw io_error("cannot write", tmp);
@@ -85,7 +94,7 @@ std::string write_temporary_file(const std::string& path, const std::string& byt
 
 void write_file_atomic_streamed(const std::string& path,
                                 const std::function<void(const std::function<void(const void*, size_t)>&)>& produce) {
-  const std::string tmp = path + ".tmp";
+  const std::string tmp = temporary_path(path);
   const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd < 0) throw io_error("cannot write", tmp);
   int failure = 0;  // the errno of the first failed write

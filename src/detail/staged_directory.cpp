@@ -23,11 +23,19 @@ StagedDirectory::StagedDirectory(std::string target, std::string marker, bool ov
   if (target_.empty()) throw std::runtime_error(flag_ + " must not be empty");
   check_target();
   partial_ = target_ + ".partial-" + std::to_string(::getpid());
-  remove_stale_partials();
   std::error_code error;
   fs::remove_all(partial_, error);  // left by a killed process that had this pid
   fs::create_directories(partial_, error);
   if (error) throw std::runtime_error("cannot create " + partial_ + " (for " + flag_ + "): " + error.message());
+  // Locked before the others are looked at: of two commands starting at once, one at least
+  // sees the other's lock (both may, and both stop; neither writes into the other's output).
+  lock_ = DirectoryLock(partial_, flag_);
+  try {
+    remove_stale_partials();
+  } catch (...) {
+    fs::remove_all(partial_, error);
+    throw;
+  }
 }
 
 StagedDirectory::~StagedDirectory() {
@@ -38,12 +46,30 @@ StagedDirectory::~StagedDirectory() {
 
 std::string StagedDirectory::path(const std::string& name) const { return (fs::path(partial_) / name).string(); }
 
-// "<target>.partial-<pid>" of a process that no longer exists: a SIGKILLed command's, which
-// no destructor removed. A live process's (a concurrent command) is left alone.
+// The other "<target>.partial-<pid>" directories: a live command's holds its lock, so this one
+// stops rather than race it to the target; an unlocked one is a killed command's, which no
+// destructor removed, and goes (whatever its pid names now: pids are reused).
 void StagedDirectory::remove_stale_partials() const {
   const fs::path target(target_);
   const fs::path parent = target.has_parent_path() ? target.parent_path() : fs::path(".");
-  remove_dead_processes_entries(parent.string(), target.filename().string() + ".partial-");
+  const std::string prefix = target.filename().string() + ".partial-";
+  const std::string own = fs::path(partial_).filename().string();
+  std::error_code error;
+  for (fs::directory_iterator it(parent, error), end; !error && it != end; it.increment(error)) {
+    const std::string name = it->path().filename().string();
+    if (name.rfind(prefix, 0) != 0 || name == own) continue;
+    std::error_code ignored;
+    if (!it->is_directory(ignored) || it->is_symlink(ignored)) {
+      if (names_dead_process(name, prefix)) fs::remove(it->path(), ignored);
+      continue;
+    }
+    std::string holder;
+    const DirectoryLock other = DirectoryLock::try_lock(it->path().string(), flag_, &holder);
+    if (!other.held())
+      throw std::runtime_error(flag_ + " " + target_ + " is being written by " + holder +
+                               ": wait for it to end, or stop it, or choose another " + flag_);
+    fs::remove_all(it->path(), ignored);
+  }
 }
 
 void remove_dead_processes_entries(const std::string& dir, const std::string& prefix) {

@@ -3,6 +3,8 @@
 // gradcache::hf::SentenceTransformer::save).
 #pragma once
 
+#include "detail/directory_lock.h"
+
 #include <string>
 
 namespace gradcache {
@@ -17,9 +19,10 @@ namespace detail {
 /// program provably wrote and nobody added to since.
 class StagedDirectory {
  public:
-  /// Checks `target` before any work is done and creates the partial directory (and missing
-  /// parents), first removing "<target>.partial-<pid>" directories whose process is gone (a
-  /// killed run's). Throws std::runtime_error naming `flag` when `target` exists and
+  /// Checks `target` before any work is done and creates and locks the partial directory (and
+  /// missing parents), then removes the other "<target>.partial-<pid>" directories that no
+  /// process holds (a killed command's). Throws std::runtime_error "FLAG TARGET is being
+  /// written by process N (its command)" when another command writes the same target now. Throws std::runtime_error naming `flag` when `target` exists and
   /// `overwrite` is false, and also with `overwrite` unless it is empty or holds `marker`
   /// (e.g. "manifest.json") and the stamp, and nothing the stamp does not list: --overwrite
   /// never removes a directory of other files, or one a user put a file into.
@@ -46,6 +49,7 @@ class StagedDirectory {
   void remove_stale_partials() const;
 
   std::string target_, marker_, flag_, partial_;
+  DirectoryLock lock_;  // on partial_, until the object goes: one writer per target
   bool overwrite_;
   bool committed_ = false;
 };

@@ -132,7 +132,11 @@ void merge_lora(torch::nn::Module& module) {
 
 LoraOptions read_lora_config(const std::string& dir) {
   const std::string file = (std::filesystem::path(dir) / "adapter_config.json").string();
-  const detail::Json config = detail::parse_json(detail::read_text_file(file), file);
+  return parse_lora_config(detail::read_text_file(file), file);
+}
+
+LoraOptions parse_lora_config(const std::string& text, const std::string& file) {
+  const detail::Json config = detail::parse_json(text, file);
   detail::require_object(config, file);
   const std::string type = detail::string_field(config, "peft_type", "", file);
   if (type != "LORA")
@@ -236,23 +240,27 @@ void save_lora_adapter(const TransformerBackbone& model, const LoraOptions& opti
   namespace fs = std::filesystem;
   const NamedTensors tensors = lora_tensors(model);
   if (tensors.empty()) throw std::invalid_argument("save_lora_adapter: the model has no LoRA adapter");
-  // The fields PEFT writes for a plain LoRA (its others take their defaults when read back).
-  detail::Json config = {{"peft_type", "LORA"},
-                         {"task_type", nullptr},
-                         {"base_model_name_or_path", base_model.empty() ? detail::Json(nullptr) : detail::Json(base_model)},
-                         {"r", options.rank()},
-                         {"lora_alpha", options.alpha()},
-                         {"lora_dropout", options.dropout()},
-                         {"target_modules", options.targets()},
-                         {"bias", "none"},
-                         {"fan_in_fan_out", false},
-                         {"use_rslora", options.rslora()},
-                         {"use_dora", false},
-                         {"init_lora_weights", true},
-                         {"modules_to_save", nullptr},
-                         {"inference_mode", true}};
-  gradcache::detail::write_file_atomic((fs::path(dir) / "adapter_config.json").string(), config.dump(2) + "\n");
+  gradcache::detail::write_file_atomic((fs::path(dir) / "adapter_config.json").string(),
+                                      lora_config_json(options, base_model));
   save_safetensors((fs::path(dir) / "adapter_model.safetensors").string(), tensors);
+}
+
+std::string lora_config_json(const LoraOptions& options, const std::string& base_model) {
+  const detail::Json config = {{"peft_type", "LORA"},
+                               {"task_type", nullptr},
+                               {"base_model_name_or_path", base_model.empty() ? detail::Json(nullptr) : detail::Json(base_model)},
+                               {"r", options.rank()},
+                               {"lora_alpha", options.alpha()},
+                               {"lora_dropout", options.dropout()},
+                               {"target_modules", options.targets()},
+                               {"bias", "none"},
+                               {"fan_in_fan_out", false},
+                               {"use_rslora", options.rslora()},
+                               {"use_dora", false},
+                               {"init_lora_weights", true},
+                               {"modules_to_save", nullptr},
+                               {"inference_mode", true}};
+  return config.dump(2) + "\n";
 }
 
 }  // namespace hf

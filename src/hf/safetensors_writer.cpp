@@ -108,7 +108,7 @@ std::string safetensors_bytes(const NamedTensors& tensors, const std::map<std::s
 
 void save_safetensors(const std::string& path, const NamedTensors& tensors,
                       const std::map<std::string, std::string>& metadata) {
-  const std::string tmp = path + ".tmp";
+  const std::string tmp = gradcache::detail::temporary_path(path);
   {
     std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
     if (!out) throw std::runtime_error("cannot write " + tmp);

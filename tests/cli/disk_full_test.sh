@@ -33,7 +33,7 @@ expect_disk_full_error() {
   local dir=${4:-$run}
   [ "$3" -eq 1 ] || fail "$2: status $3, expected 1: $(tail -3 "$1")"
   grep -q "$2.*No space left on device" "$1" || fail "$2: no message naming it and the full disk: $(tail -3 "$1")"
-  if ls "$dir"/*.tmp >/dev/null 2>&1; then fail "$2: a temporary file is left: $(ls "$dir")"; fi
+  if ls "$dir"/*.tmp-* >/dev/null 2>&1; then fail "$2: a temporary file is left: $(ls "$dir")"; fi
 }
 # Every metrics line is whole JSON and the steps run 1, 2, ..., $2 without a gap or repeat.
 expect_metrics_steps() {
@@ -114,12 +114,12 @@ expect_metrics_steps "$run/metrics.jsonl" $steps "the resumed run"
 echo "disk full while appending metrics (stopped at step $stopped_at, $written lines written): status 1, a clear" \
   "message, no torn line, the earlier lines and the checkpoint intact; --resume then finished the run"
 
-# 4. The summary, written last: summary.json.tmp leads to /dev/full, where every write fails
-# with ENOSPC (the tmpfs cannot fill up there alone: the checkpoint just before it replaces
-# one of its own size). --resume of the finished run saves its checkpoint, then the summary.
+# 4. The summary, written last: its temporary file, summary.json.tmp-PID, leads to /dev/full,
+# where every write fails with ENOSPC (the tmpfs cannot fill up there alone: the checkpoint
+# just before it replaces one of its own size). --resume of the finished run saves its
+# checkpoint, then the summary. The shell makes the link with its own pid, then becomes the program.
 summary_before=$(md5sum <"$run/summary.json")
-ln -s /dev/full "$run/summary.json.tmp"
-"${train[@]}" --resume >"$work/summary.log" 2>&1
+bash -c 'ln -s /dev/full "$0/summary.json.tmp-$$" && exec "$@"' "$run" "${train[@]}" --resume >"$work/summary.log" 2>&1
 expect_disk_full_error "$work/summary.log" summary.json.tmp $?
 [ "$(md5sum <"$run/summary.json")" = "$summary_before" ] || fail "the summary that was there before changed"
 echo "disk full while saving the summary: status 1, a clear message, no temporary file, the previous summary intact"

@@ -128,3 +128,29 @@ bash -c "$hint" || fail "the printed command failed: $hint"
 cmp -s "$work/reference/metrics.jsonl" "$over/metrics.jsonl" || fail "the old run's metrics changed"
 echo "a killed --overwrite: the old run kept aside whole, named by --resume and by a new run, and resumed" \
   "as it was once moved back"
+
+# Issue 41, item 7: a new run SIGKILLed before its first checkpoint leaves its config.json,
+# tokenizer and metrics (no handler runs). A new run into that directory, without --overwrite,
+# takes it over: it succeeds, and the directory then holds its files only, as a run's does.
+early="$work/early"
+"$bin" train "${tiny_flags[@]}" --steps 100000 --save-every 100000 --log-every 1 --output "$early" \
+  >"$work/early.log" 2>&1 &
+pid=$!
+for _ in $(seq 3000); do
+  [ "$(cat "$early/metrics.jsonl" 2>/dev/null | wc -l)" -ge 1 ] && break
+  kill -0 "$pid" 2>/dev/null || break
+  sleep 0.01
+done
+kill -KILL "$pid" 2>/dev/null || fail "the early run ended by itself: $(tail -3 "$work/early.log")"
+wait "$pid" 2>/dev/null
+[ -f "$early/config.json" ] && [ ! -f "$early/checkpoint.pt" ] || fail "not killed before its checkpoint: $(ls -A "$early")"
+"${train[@]}" --output "$early" >"$work/after_early.log" 2>&1 ||
+  fail "a new run over a run killed before its first checkpoint failed: $(tail -3 "$work/after_early.log")"
+[ "$(ls -A "$early")" = "$(ls -A "$work/reference")" ] ||
+  fail "after the killed run: $(ls -A "$early"), a run holds $(ls -A "$work/reference")"
+python3 - "$work/reference/metrics.jsonl" "$early/metrics.jsonl" <<'PY' || fail "the new run's metrics are not a fresh run's"
+import json, sys
+reference, new = ([(m["step"], m["loss"]) for m in map(json.loads, open(path))] for path in sys.argv[1:])
+assert new == reference, f"{new[:3]}... against {reference[:3]}..."
+PY
+echo "a run killed before its first checkpoint: the next run into its directory takes it over, leaving its own files only"

@@ -2,6 +2,8 @@
 // every dtype round trip, and every way a header can lie.
 #include "model_test_util.h"
 
+#include <unistd.h>
+
 namespace hf = gradcache::hf;
 using hftest::fs::path;
 
@@ -66,7 +68,7 @@ TEST(Safetensors, EveryDtypeRoundTrips) {
       {"strided", torch::randn({4, 6}).t()},              {"ünïcode \"name\"\n", torch::ones({1})}};
   const std::string dir = hftest::scratch_dir();
   hf::save_safetensors(dir + "/all.safetensors", tensors, {{"format", "pt"}, {"note", "µ"}});
-  EXPECT_FALSE(hftest::fs::exists(dir + "/all.safetensors.tmp"));
+  EXPECT_FALSE(hftest::fs::exists(dir + "/all.safetensors.tmp-" + std::to_string(::getpid())));
   const auto back = hf::read_safetensors(dir + "/all.safetensors");
   EXPECT_EQ(back.metadata.at("note"), "µ");
   ASSERT_EQ(back.tensors.size(), tensors.size());

@@ -5,6 +5,7 @@
 #include "retriever/commands/export_run.h"
 #include "retriever/files/atomic_file.h"
 #include "retriever/files/npy.h"
+#include "retriever/files/staged_directory.h"
 #include "retriever/model/torchscript_export.h"
 #include "retriever/run/embeddings.h"
 #include "retriever/run/saved_encoder.h"
@@ -12,6 +13,9 @@
 #include "tests/retriever/train_test_util.h"
 
 #include <torch/script.h>
+
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <csignal>
@@ -273,6 +277,9 @@ TEST(Embeddings, DirectoriesRoundTripAndBadOnesAreNamed) {
   outside["shards"][0]["embeddings"] = "../embeddings_00000.npy";
   write(dir / "e/manifest.json", outside.dump());
   expect_error("shard file \"../embeddings_00000.npy\" is not a file name in the directory");
+  outside["shards"][0]["embeddings"] = std::string("a\0b.npy", 7);  // issue 41, item 9: the NUL cut the message
+  write(dir / "e/manifest.json", outside.dump());
+  expect_error("shard file \"a\\u0000b.npy\" is not a file name in the directory");
   auto typed = nlohmann::json::parse(manifest);
   typed["version"] = "one";
   write(dir / "e/manifest.json", typed.dump());
@@ -358,4 +365,46 @@ TEST(Encode, ShardsEqualOneEncodingAndAStopLeavesNothing) {
   EXPECT_THROW(gr::encode_corpus(settings, control), gr::StoppedBySignal);
   for (const auto& entry : fs::directory_iterator(dir.path))
     EXPECT_EQ(entry.path().filename().string().find("stopped"), std::string::npos) << entry.path();
+}
+
+// Issue 41, item 2: a file is written under a temporary name of this process's own, and a killed
+// writer's temporary file goes with the next write; one command at a time writes an output
+// directory: a second is refused, naming the first, and a killed one's partial directory goes
+// whatever process now has its pid.
+TEST(OutputFiles, TemporaryNamesArePerProcessAndOneCommandWritesAnOutput) {
+  TempDir dir;
+  const std::string file = dir / "out.json";
+  EXPECT_EQ(gr::temporary_path(file), file + ".tmp-" + std::to_string(::getpid()));
+  write(dir / "out.json.tmp-999999999", "torn");  // no process has this pid
+  write(dir / "out.json.tmp-1", "live");          // init's: a live process's is left alone
+  gr::write_file_atomic(file, "whole");
+  EXPECT_EQ(gr::read_file(file), "whole");
+  EXPECT_FALSE(fs::exists(dir / "out.json.tmp-999999999"));
+  EXPECT_TRUE(fs::exists(dir / "out.json.tmp-1"));
+  EXPECT_FALSE(fs::exists(gr::temporary_path(file)));
+
+  const std::string target = dir / "emb";
+  {
+    gr::StagedDirectory first(target, "manifest.json", /*overwrite=*/false);
+    const pid_t child = ::fork();
+    if (child == 0) {  // another command, encoding into the same output
+      int code = 2;
+      try {
+        gr::StagedDirectory second(target, "manifest.json", false);
+      } catch (const std::exception& e) {
+        const std::string expected = "--output " + target + " is being written by process " + std::to_string(::getppid());
+        code = std::string(e.what()).rfind(expected, 0) == 0 ? 0 : 3;
+      }
+      ::_exit(code);
+    }
+    int status = 0;
+    ASSERT_EQ(::waitpid(child, &status, 0), child);
+    EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "status " << status;
+    EXPECT_TRUE(fs::is_directory(first.partial()));  // the refused command took nothing of it
+    EXPECT_FALSE(fs::exists(target + ".partial-" + std::to_string(child)));
+  }
+  // An unlocked partial directory is a killed command's, even where its pid is in use (1).
+  fs::create_directories(target + ".partial-1");
+  gr::StagedDirectory third(target, "manifest.json", false);
+  EXPECT_FALSE(fs::exists(target + ".partial-1"));
 }

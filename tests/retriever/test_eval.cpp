@@ -69,7 +69,7 @@ class TokenizerTest : public ::testing::Test {
 
 TEST_F(TokenizerTest, TrainWritesTheModelAtomically) {
   EXPECT_TRUE(fs::exists(*model_path_));
-  EXPECT_FALSE(fs::exists(*model_path_ + ".tmp"));
+  EXPECT_FALSE(fs::exists(*model_path_ + ".tmp-" + std::to_string(::getpid())));
   EXPECT_EQ(read_bytes(*model_path_), tokenizer_->serialized());
   EXPECT_EQ(tokenizer_->vocab_size(), 200);
 }
@@ -197,7 +197,7 @@ TEST_F(TokenizerTest, VocabularyTooLargeForTheTexts) {
   expect_error<std::invalid_argument>([&] { Tokenizer::train(*corpus_, huge, path); },
                                       {"--vocab-size", "too small", "50000"});
   EXPECT_FALSE(fs::exists(path));
-  EXPECT_FALSE(fs::exists(path + ".tmp"));
+  EXPECT_FALSE(fs::exists(path + ".tmp-" + std::to_string(::getpid())));
 }
 
 // With fit_vocab_size (the CLI's setting), the same request trains the largest vocabulary the

@@ -10,6 +10,7 @@
 #include <limits>
 #include <set>
 #include <string>
+#include <tuple>
 #include <vector>
 
 using namespace train_test;
@@ -175,6 +176,18 @@ TEST(TrainConfig, IntegersNeverWrap) {
   EXPECT_NE(settings_error([&] { gr::parse_setting_text<uint16_t>("65536", "--x"); })
                 .find("--x expects a non-negative integer, got '65536'"),
             std::string::npos);
+  // Real settings reach LibTorch as floats: --lr 1e300 failed at the first step with LibTorch's
+  // "cannot be converted to type float", and --temperature 1e-300 became 0.
+  for (const auto& [key, value, expected] : std::vector<std::tuple<std::string, std::string, std::string>>{
+           {"lr", "1e300", "--lr must be at most 3.4e38"},
+           {"max_grad_norm", "1e300", "--max-grad-norm must be at most 3.4e38"},
+           {"temperature", "1e-300", "--temperature must be at least 1.4e-45"}}) {
+    const std::string k = key, v = value;  // (clang: lambdas capture no structured bindings)
+    EXPECT_NE(settings_error([&] { gr::validate(gr::build_train_config(none, {{k, v}})); }).find(expected),
+              std::string::npos)
+        << expected;
+  }
+  EXPECT_NO_THROW(gr::validate(gr::build_train_config(none, {{"lr", "3e38"}, {"temperature", "1e-44"}})));
 }
 
 // Issue 41, item 6: a built-in encoder too big for the machine is refused by the settings,

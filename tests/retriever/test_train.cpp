@@ -296,21 +296,22 @@ TEST(Trainer, AFailedOverwriteLeavesEveryFileOfTheOldRun) {
   EXPECT_FALSE(error_of([&] { gr::train(unusable, options); }).empty());
   EXPECT_EQ(files_of(run), before);
 
-  // A failure after the claim: the first checkpoint cannot be written (its temporary name is a
-  // directory). The new run's files go, the old run's come back.
+  // A failure after the claim: the first checkpoint cannot be written (this process's temporary
+  // name for it is a directory). The new run's files go, the old run's come back.
   auto longer = config;
   longer.training.steps = 3;
-  fs::create_directory(run / "checkpoint.pt.tmp");
-  EXPECT_NE(error_of([&] { gr::train(longer, options); }).find("checkpoint.pt.tmp"), std::string::npos);
-  fs::remove(run / "checkpoint.pt.tmp");
+  const std::string temporary = fs::path(gr::temporary_path((run / "checkpoint.pt").string())).filename().string();
+  fs::create_directory(run / temporary);
+  EXPECT_NE(error_of([&] { gr::train(longer, options); }).find(temporary), std::string::npos);
+  fs::remove(run / temporary);
   EXPECT_EQ(files_of(run), before);
   // Issue 41, item 7: the same failure of a new run (no old one) left its config.json,
   // tokenizer.model and metrics.jsonl without a checkpoint; now it leaves nothing of its own.
   auto fresh = longer;
   fresh.output.dir = dir / "fresh";
-  fs::create_directories(fs::path(fresh.output.dir) / "checkpoint.pt.tmp");
-  EXPECT_NE(error_of([&] { gr::train(fresh, quiet()); }).find("checkpoint.pt.tmp"), std::string::npos);
-  EXPECT_EQ(files_of(fresh.output.dir), (std::map<std::string, std::string>{{"checkpoint.pt.tmp", "(directory)"}}));
+  fs::create_directories(fs::path(fresh.output.dir) / temporary);
+  EXPECT_NE(error_of([&] { gr::train(fresh, quiet()); }).find(temporary), std::string::npos);
+  EXPECT_EQ(files_of(fresh.output.dir), (std::map<std::string, std::string>{{temporary, "(directory)"}}));
 
   // A successful --overwrite replaces every file and leaves nothing of the old run aside.
   gr::train(longer, options);

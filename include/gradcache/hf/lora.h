@@ -69,11 +69,16 @@ int64_t lora_numbers(const torch::nn::Module& module);
 /// what the adapted one did (PEFT's merge_and_unload).
 void merge_lora(torch::nn::Module& module);
 
-/// adapter_config.json of `dir`: rank, alpha, dropout, targets, use_rslora. ModelFileError
-/// naming the file for what is missing or malformed, and for what PEFT supports and this does
-/// not (DoRA, a bias, fan_in_fan_out, rank or alpha patterns, modules_to_save, a regex or
-/// layer selection of targets, a peft_type other than LORA).
+/// An adapter_config.json's text (`file` names it in errors): rank, alpha, dropout, targets,
+/// use_rslora. ModelFileError naming the file for what is missing or malformed, and for what
+/// PEFT supports and this does not (DoRA, a bias, fan_in_fan_out, rank or alpha patterns,
+/// modules_to_save, a regex or layer selection of targets, a peft_type other than LORA).
+LoraOptions parse_lora_config(const std::string& text, const std::string& file);
+/// parse_lora_config of `dir`/adapter_config.json.
 LoraOptions read_lora_config(const std::string& dir);
+/// The adapter_config.json PeftModel.save_pretrained writes for `options` (its fields of a plain
+/// LoRA; PEFT gives the others their defaults when it reads the file back).
+std::string lora_config_json(const LoraOptions& options, const std::string& base_model);
 
 /// Loads the adapter directory `dir` onto `model` (which has none): adapters as its config says,
 /// then its weights, every one checked (name, shape, floating type, none missing, none left

@@ -1,4 +1,4 @@
-#include "retriever/files/directory_lock.h"
+#include "detail/directory_lock.h"
 
 #include <fcntl.h>
 #include <sys/file.h>
@@ -13,7 +13,7 @@
 #include <stdexcept>
 #include <utility>
 
-namespace gradcache::retriever {
+namespace gradcache::detail {
 namespace {
 
 // The process holding a flock on the inode `inode`, from /proc/locks ("1: FLOCK ADVISORY WRITE
@@ -43,29 +43,39 @@ std::string command_line(long pid) {
 
 }  // namespace
 
-DirectoryLock::DirectoryLock(const std::string& dir, const std::string& what) {
-  fd_ = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (fd_ < 0) throw std::runtime_error("cannot open the " + what + " directory " + dir + ": " + std::strerror(errno));
+DirectoryLock DirectoryLock::try_lock(const std::string& dir, const std::string& what, std::string* holder) {
+  DirectoryLock lock;
+  lock.fd_ = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (lock.fd_ < 0) throw std::runtime_error("cannot open the " + what + " directory " + dir + ": " + std::strerror(errno));
   int rc;
-  do rc = ::flock(fd_, LOCK_EX | LOCK_NB);
+  do rc = ::flock(lock.fd_, LOCK_EX | LOCK_NB);
   while (rc != 0 && errno == EINTR);
-  if (rc == 0) return;
+  if (rc == 0) return lock;
   const int error = errno;
   struct stat status {};
-  const long holder = error == EWOULDBLOCK && ::fstat(fd_, &status) == 0 ? lock_holder(status.st_ino) : 0;
-  ::close(fd_);
-  fd_ = -1;
+  const long pid = error == EWOULDBLOCK && ::fstat(lock.fd_, &status) == 0 ? lock_holder(status.st_ino) : 0;
+  ::close(lock.fd_);
+  lock.fd_ = -1;
   if (error != EWOULDBLOCK) {
     throw std::runtime_error("cannot lock the " + what + " directory " + dir + ": " + std::strerror(error));
   }
   std::string by = "another process";
-  if (holder > 0) {
-    by = "process " + std::to_string(holder);
-    const auto command = command_line(holder);
+  if (pid > 0) {
+    by = "process " + std::to_string(pid);
+    const auto command = command_line(pid);
     if (!command.empty()) by += " (" + command + ")";
   }
-  throw std::runtime_error(what + " " + dir + " is in use by " + by +
-                           ": wait for it to end, or stop it, or choose another directory");
+  if (holder) *holder = by;
+  return lock;
+}
+
+DirectoryLock::DirectoryLock(const std::string& dir, const std::string& what) {
+  std::string holder;
+  *this = try_lock(dir, what, &holder);
+  if (!held()) {
+    throw std::runtime_error(what + " " + dir + " is in use by " + holder +
+                             ": wait for it to end, or stop it, or choose another directory");
+  }
 }
 
 DirectoryLock::~DirectoryLock() {
@@ -82,4 +92,4 @@ DirectoryLock& DirectoryLock::operator=(DirectoryLock&& other) noexcept {
   return *this;
 }
 
-}  // namespace gradcache::retriever
+}  // namespace gradcache::detail
