@@ -64,9 +64,18 @@ void commit_file(const std::string& tmp_path, const std::string& path) {
 }
 
 std::string temporary_path(const std::string& path) {
-  const std::filesystem::path target(path);
+  namespace fs = std::filesystem;
+  const fs::path target(path);
   const std::string prefix = target.filename().string() + ".tmp-";
-  remove_dead_processes_entries(target.has_parent_path() ? target.parent_path().string() : ".", prefix);
+  // Files only: this program writes no directory under such a name, so a directory there is
+  // somebody else's. Errors are ignored: a leftover that cannot go is only space.
+  std::error_code error;
+  for (fs::directory_iterator it(target.has_parent_path() ? target.parent_path() : fs::path("."), error), end;
+       !error && it != end; it.increment(error)) {
+    std::error_code ignored;
+    if (names_dead_process(it->path().filename().string(), prefix) && !it->is_directory(ignored))
+      fs::remove(it->path(), ignored);
+  }
   return path + ".tmp-" + std::to_string(::getpid());
 }
 

@@ -58,13 +58,21 @@ void StagedDirectory::remove_stale_partials() const {
   for (fs::directory_iterator it(parent, error), end; !error && it != end; it.increment(error)) {
     const std::string name = it->path().filename().string();
     if (name.rfind(prefix, 0) != 0 || name == own) continue;
+    const std::string pid = name.substr(prefix.size());
+    if (pid.empty() || pid.find_first_not_of("0123456789") != std::string::npos) continue;  // not one of ours
     std::error_code ignored;
     if (!it->is_directory(ignored) || it->is_symlink(ignored)) {
       if (names_dead_process(name, prefix)) fs::remove(it->path(), ignored);
       continue;
     }
     std::string holder;
-    const DirectoryLock other = DirectoryLock::try_lock(it->path().string(), flag_, &holder);
+    DirectoryLock other;
+    try {
+      other = DirectoryLock::try_lock(it->path().string(), flag_, &holder);
+    } catch (const std::runtime_error&) {
+      if (!fs::exists(it->path(), ignored)) continue;  // its command just finished, or removed it
+      throw;
+    }
     if (!other.held())
       throw std::runtime_error(flag_ + " " + target_ + " is being written by " + holder +
                                ": wait for it to end, or stop it, or choose another " + flag_);

@@ -377,10 +377,12 @@ TEST(OutputFiles, TemporaryNamesArePerProcessAndOneCommandWritesAnOutput) {
   EXPECT_EQ(gr::temporary_path(file), file + ".tmp-" + std::to_string(::getpid()));
   write(dir / "out.json.tmp-999999999", "torn");  // no process has this pid
   write(dir / "out.json.tmp-1", "live");          // init's: a live process's is left alone
+  fs::create_directories(dir / "out.json.tmp-999999998");  // a directory: not one this program writes
   gr::write_file_atomic(file, "whole");
   EXPECT_EQ(gr::read_file(file), "whole");
   EXPECT_FALSE(fs::exists(dir / "out.json.tmp-999999999"));
   EXPECT_TRUE(fs::exists(dir / "out.json.tmp-1"));
+  EXPECT_TRUE(fs::is_directory(dir / "out.json.tmp-999999998"));
   EXPECT_FALSE(fs::exists(gr::temporary_path(file)));
 
   const std::string target = dir / "emb";
@@ -404,7 +406,10 @@ TEST(OutputFiles, TemporaryNamesArePerProcessAndOneCommandWritesAnOutput) {
     EXPECT_FALSE(fs::exists(target + ".partial-" + std::to_string(child)));
   }
   // An unlocked partial directory is a killed command's, even where its pid is in use (1).
+  // A directory that only looks like one ("emb.partial-notes") is somebody else's, and stays.
   fs::create_directories(target + ".partial-1");
+  fs::create_directories(target + ".partial-notes");
   gr::StagedDirectory third(target, "manifest.json", false);
   EXPECT_FALSE(fs::exists(target + ".partial-1"));
+  EXPECT_TRUE(fs::is_directory(target + ".partial-notes"));
 }
