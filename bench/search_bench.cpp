@@ -6,7 +6,7 @@
 //
 //   gradcache-search-bench --checkpoint runs/quick --output docs/figures/search.json
 #include "retriever/data/task.h"
-#include "retriever/files/atomic_file.h"
+#include "files/atomic_file.h"
 #include "retriever/launch/threads.h"
 #include "retriever/run/checkpoint.h"
 #include "retriever/search/bm25.h"
@@ -169,7 +169,7 @@ int run(const Flags& flags) {
   if (flags.output.empty()) {
     std::cout << text;
   } else {
-    gr::write_file_atomic(flags.output, text);
+    gradcache::files::write_file_atomic(flags.output, text);
   }
   return 0;
 }

@@ -1,5 +1,6 @@
 #include <gradcache/similarity.h>
 
+#include "detail/score_tiles.h"
 #include "detail/state_guard.h"
 #include "detail/targets.h"
 
@@ -50,10 +51,6 @@ std::pair<at::Tensor, at::Tensor> targets_in_tile(const at::Tensor& t_i, int64_t
   const auto inside = (t_i >= j0).logical_and_(t_i < j0 + nj);
   return {(t_i - j0).clamp_(0, nj - 1).unsqueeze(1), inside};
 }
-
-struct TileRef {
-  int64_t i0, ni, j0, nj;
-};
 
 }  // namespace
 
@@ -143,23 +140,12 @@ struct ScoreSummary {
   at::Tensor row_lse, col_lse, positive;
 };
 
-[[noreturn]] void throw_non_finite_tile(const at::Tensor& ok, const std::vector<TileRef>& tiles) {
-  const auto bad = ok.logical_not().nonzero().select(1, 0);
-  const auto& tr = tiles[bad[0].item<int64_t>()];
-  std::ostringstream message;
-  message << kDualCacheBackward << ": a score is NaN or infinite in the tile of query rows [" << tr.i0 << ", " << tr.i0 + tr.ni
-          << ") x passage rows [" << tr.j0 << ", " << tr.j0 + tr.nj << ")"
-          << (bad.numel() > 1 ? " (and " + std::to_string(bad.numel() - 1) + " more tile(s))" : std::string())
-          << "; nothing was backpropagated. Check the representations, the pair scorer and the temperature";
-  throw NonFiniteLossError(message.str(), std::numeric_limits<double>::quiet_NaN());
-}
-
 // Pass (a): all scores tile by tile without graph, folded into running logsumexps.
 ScoreSummary summarise_scores(const DualProblem& d, const PairScorer& scorer) {
   c10::NoGradGuard no_grad;
   ScoreSummary out;
-  std::vector<at::Tensor> finite;
-  std::vector<TileRef> tiles;
+  detail::TileChecks checks(kDualCacheBackward, "Check the representations, the pair scorer and the temperature",
+                            std::numeric_limits<double>::quiet_NaN());
   const double inf = std::numeric_limits<double>::infinity();
   for (int64_t i0 = 0; i0 < d.n; i0 += d.tile) {
     const int64_t ni = std::min(d.tile, d.n - i0);
@@ -180,8 +166,7 @@ ScoreSummary summarise_scores(const DualProblem& d, const PairScorer& scorer) {
       }
       const auto r = logsumexp_along(s, 1);
       row = at::logaddexp(row, r);
-      finite.push_back(at::isfinite(r).all());
-      tiles.push_back({i0, ni, j0, nj});
+      checks.add(r, i0, ni, j0, nj);
       if (d.symmetric) {
         auto col = out.col_lse.narrow(0, j0, nj);
         col.copy_(at::logaddexp(col, logsumexp_along(s, 0)));
@@ -192,8 +177,7 @@ ScoreSummary summarise_scores(const DualProblem& d, const PairScorer& scorer) {
     out.row_lse.narrow(0, i0, ni).copy_(row);
     out.positive.narrow(0, i0, ni).copy_(pos);
   }
-  const auto ok = at::stack(finite);
-  if (!ok.all().item<bool>()) throw_non_finite_tile(ok, tiles);
+  checks.check();
   return out;
 }
 

@@ -1,11 +1,11 @@
 #include "retriever/commands/encode_corpus.h"
 
+#include "files/staged_directory.h"
 #include "retriever/commands/model_source_settings.h"
 #include "retriever/config/device.h"
 #include "retriever/config/matryoshka_settings.h"
 #include "retriever/data/data_files.h"
 #include "retriever/data/text_data.h"
-#include "retriever/files/staged_directory.h"
 #include "retriever/launch/threads.h"
 #include "retriever/model/encode_all.h"
 #include "retriever/run/embeddings.h"
@@ -103,7 +103,7 @@ EncodeReport encode_corpus(const EncodeSettings& s, const EncodeControl& control
   const auto started = Clock::now();
   set_intra_op_threads(s.threads);
   CollectionReader reader(s.corpus, s.on_bad_line);  // a missing corpus: before anything else
-  StagedDirectory out(s.output, "manifest.json", s.overwrite);
+  files::StagedDirectory out(s.output, "manifest.json", s.overwrite);
   TextEncoder encoder = !s.run.empty()   ? load_run_encoder(s.run)
                         : !s.model.empty() ? load_exported_encoder(s.model, s.side)
                                            : load_pretrained_encoder(s.pretrained);

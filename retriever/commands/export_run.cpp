@@ -1,13 +1,13 @@
 #include "retriever/commands/export_run.h"
 
+#include "files/atomic_file.h"
+#include "files/staged_directory.h"
 #include "retriever/config/matryoshka_settings.h"
-#include "retriever/files/atomic_file.h"
-#include "retriever/files/staged_directory.h"
 #include "retriever/launch/stop_signal.h"
 #include "retriever/model/batching.h"
+#include "retriever/model/pretrained.h"
 #include "retriever/model/tokenizer.h"
 #include "retriever/model/torchscript_export.h"
-#include "retriever/model/pretrained.h"
 #include "retriever/run/checkpoint.h"
 #include "retriever/run/saved_encoder.h"
 
@@ -165,7 +165,7 @@ nlohmann::json export_sentence_transformer(const ExportSettings& s, const Checkp
                                 "directory cannot express: SentenceTransformer.encode would embed texts without "
                                 "them. Use the run itself: gradcache encode / eval / mine --run " + s.run);
   }
-  StagedDirectory out(s.output, "modules.json", s.overwrite);
+  files::StagedDirectory out(s.output, "modules.json", s.overwrite);
   hf::SentenceTransformer module = model.pretrained_encoders()[s.side == "passage" && !model.tied() ? 1 : 0];
   if (hf::has_lora(*module)) {
     if (!s.merge) {
@@ -213,7 +213,7 @@ nlohmann::json export_peft_adapter(const ExportSettings& s, const CheckpointInfo
   }
   if (s.dim > 0) throw std::invalid_argument("--dim with --format peft: an adapter directory has no output width to cut");
   const std::string base = std::filesystem::absolute(info.pretrained->source).lexically_normal().string();
-  StagedDirectory out(s.output, "adapter_config.json", s.overwrite);
+  files::StagedDirectory out(s.output, "adapter_config.json", s.overwrite);
   hf::SentenceTransformer module = model.pretrained_encoders()[s.side == "passage" && !model.tied() ? 1 : 0];
   say(control, "writing the PEFT adapter directory (base model " + base + ")");
   hf::save_lora_adapter(module->transformer(), *info.pretrained->lora, out.partial(), base);
@@ -294,7 +294,7 @@ nlohmann::json export_run(const ExportSettings& s, const ExportControl& control)
     throw std::invalid_argument("--format torchscript: run " + s.run +
                                 " fine-tuned a --model-dir model; export it with --format sentence-transformers");
   }
-  StagedDirectory out(s.output, "export.json", s.overwrite);
+  files::StagedDirectory out(s.output, "export.json", s.overwrite);
   model.to(torch::kCPU);
   model.train(false);
   const auto tokenizer = tokenizer_of(info);
@@ -321,9 +321,9 @@ nlohmann::json export_run(const ExportSettings& s, const ExportControl& control)
     say(control, "checking " + file + ": loading it back and encoding a probe batch");
     dim = check_exported(bytes, side_model, probe, file, s.dim, normalize);
     stop_if_signalled(control.stop);
-    write_file_atomic(out.path(file), bytes);
+    files::write_file_atomic(out.path(file), bytes);
   }
-  write_file_atomic(out.path("tokenizer.model"), info.tokenizer);
+  files::write_file_atomic(out.path("tokenizer.model"), info.tokenizer);
   nlohmann::json description = {
       {"format", "gradcache-export"},
       {"version", 1},
@@ -343,7 +343,7 @@ nlohmann::json export_run(const ExportSettings& s, const ExportControl& control)
       {"source",
        {{"checkpoint", std::filesystem::absolute(checkpoint).lexically_normal().string()},
         {"step", info.progress.step}}}};
-  write_file_atomic(out.path("export.json"), description.dump(2) + "\n");
+  files::write_file_atomic(out.path("export.json"), description.dump(2) + "\n");
   stop_if_signalled(control.stop);
   out.commit();
   return description;

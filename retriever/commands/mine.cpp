@@ -1,12 +1,12 @@
 #include "retriever/commands/mine.h"
 
+#include "files/atomic_file.h"
 #include "retriever/commands/model_source_settings.h"
 #include "retriever/config/device.h"
 #include "retriever/data/data_files.h"
 #include "retriever/data/passage_corpus.h"
 #include "retriever/data/task.h"
 #include "retriever/data/text_data.h"
-#include "retriever/files/atomic_file.h"
 #include "retriever/files/output_not_input.h"
 #include "retriever/launch/threads.h"
 #include "retriever/model/encode_all.h"
@@ -340,7 +340,7 @@ MineReport mine(const MineSettings& s, const MineControl& control) {
   const std::string lines = mined_jsonl(data, negatives, s.negatives, report.written);
   if (report.written == 0) throw std::runtime_error("--on-short drop: every query fell short; nothing was written");
   stop_if_signalled(control.stop);  // the last moment: a signal during selection writes nothing
-  write_file_atomic(s.output, lines);
+  files::write_file_atomic(s.output, lines);
   return report;
 }
 

@@ -1,12 +1,12 @@
 #include "retriever/config/train_config.h"
 
+#include "files/atomic_file.h"
 #include "retriever/config/device.h"
 #include "retriever/config/encoder_settings.h"
 #include "retriever/config/matryoshka_settings.h"
 #include "retriever/config/model_selection_settings.h"
 #include "retriever/config/similarity_settings.h"
 #include "retriever/data/text_data.h"
-#include "retriever/files/atomic_file.h"
 
 #include <gradcache/precision.h>
 
@@ -355,7 +355,7 @@ nlohmann::json parse_settings_text(const std::string& text, const std::string& n
 }
 
 nlohmann::json read_settings_file(const std::string& path) {
-  return parse_settings_text(read_file(path), "--config " + path);
+  return parse_settings_text(files::read_file(path), "--config " + path);
 }
 
 TrainConfig read_saved_config(const nlohmann::json& j, std::vector<std::string>* notices) {

@@ -1,6 +1,6 @@
 #include "retriever/data/data_fingerprint.h"
 
-#include "retriever/files/atomic_file.h"
+#include "files/atomic_file.h"
 
 #include <zlib.h>
 
@@ -16,7 +16,7 @@ namespace retriever {
 namespace {
 
 FileFingerprint fingerprint_file(const std::string& source, const std::string& path) {
-  if (const auto problem = regular_file_problem(path); !problem.empty())
+  if (const auto problem = files::regular_file_problem(path); !problem.empty())
     throw std::runtime_error("cannot read " + path + " (" + source + "): " + problem);
   std::ifstream in(path, std::ios::binary);
   if (!in) throw std::runtime_error("cannot read " + path + " (" + source + "): " + std::strerror(errno));

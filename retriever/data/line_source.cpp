@@ -1,6 +1,6 @@
 #include "retriever/data/line_source.h"
 
-#include "retriever/files/atomic_file.h"
+#include "files/atomic_file.h"
 
 #include <algorithm>
 #include <cctype>
@@ -73,7 +73,7 @@ LineSource::LineSource(const std::string& path, OnBadLine on_bad, ReadStats& sta
   stats_ = ReadStats{};
   // A pipe or device reads once, and data files are read more than once (tokenizer, examples,
   // fingerprint): a FIFO's second open would wait forever. Checked before opening (which blocks).
-  if (const auto problem = regular_file_problem(path); !problem.empty()) throw DataError(path, 0, "cannot read: " + problem);
+  if (const auto problem = files::regular_file_problem(path); !problem.empty()) throw DataError(path, 0, "cannot read: " + problem);
   file_.open(path, std::ios::binary);
   if (!file_) throw DataError(path, 0, std::string("cannot open: ") + std::strerror(errno));
 }

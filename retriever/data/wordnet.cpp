@@ -1,7 +1,7 @@
 #include "retriever/data/wordnet.h"
 
+#include "files/atomic_file.h"
 #include "retriever/data/line_source.h"
-#include "retriever/files/atomic_file.h"
 #include "retriever/files/fnv1a.h"
 
 #include <algorithm>
@@ -33,7 +33,7 @@ bool all_of_chars(std::string_view s, const char* allowed) {
 // The whole file at once: the four files are ~22 MB together, and parsing in memory keeps loading
 // well under a second.
 std::string read_data_file(const std::string& path) {
-  if (const auto problem = regular_file_problem(path); !problem.empty()) throw DataError(path, 0, "cannot read: " + problem);
+  if (const auto problem = files::regular_file_problem(path); !problem.empty()) throw DataError(path, 0, "cannot read: " + problem);
   std::ifstream file(path, std::ios::binary);
   if (!file)
     throw DataError(path, 0,

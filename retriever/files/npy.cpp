@@ -1,6 +1,6 @@
 #include "retriever/files/npy.h"
 
-#include "retriever/files/atomic_file.h"
+#include "files/atomic_file.h"
 #include "retriever/files/utf8.h"
 
 #include <torch/torch.h>
@@ -85,7 +85,7 @@ std::string npy_header(const at::Tensor& matrix) {
 void write_npy(const std::string& path, const at::Tensor& matrix) {
   const std::string header = npy_header(matrix);
   const auto data = matrix.to(torch::kCPU).contiguous();
-  const std::string tmp = temporary_path(path);
+  const std::string tmp = files::temporary_path(path);
   {
     std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
     if (!out) throw std::runtime_error("cannot write " + tmp + ": " + std::strerror(errno));
@@ -97,11 +97,11 @@ void write_npy(const std::string& path, const at::Tensor& matrix) {
       throw std::runtime_error("cannot write " + tmp + " (is the disk full?)");
     }
   }
-  commit_file(tmp, path);
+  files::commit_file(tmp, path);
 }
 
 at::Tensor read_npy(const std::string& path) {
-  if (const auto problem = regular_file_problem(path); !problem.empty()) fail_npy(path, problem);
+  if (const auto problem = files::regular_file_problem(path); !problem.empty()) fail_npy(path, problem);
   std::ifstream in(path, std::ios::binary);
   if (!in) fail_npy(path, std::string("cannot open: ") + std::strerror(errno));
   char fixed[kMagicSize + 2] = {};

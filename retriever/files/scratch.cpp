@@ -1,6 +1,6 @@
 #include "retriever/files/scratch.h"
 
-#include "retriever/files/staged_directory.h"
+#include "files/leftovers.h"
 
 #include <stdlib.h>
 #include <unistd.h>
@@ -19,7 +19,7 @@ constexpr const char* kPrefix = "gradcache-";
 
 fs::path swept_temporary_directory() {
   const fs::path tmp = fs::temp_directory_path();
-  remove_dead_processes_entries(tmp.string(), kPrefix);  // "gradcache-<pid>-..." of dead processes
+  files::remove_dead_processes_entries(tmp.string(), kPrefix);  // "gradcache-<pid>-..." of dead processes
   return tmp;
 }
 

@@ -1,6 +1,6 @@
 #include "retriever/launch/stop_signal.h"
 
-#include "retriever/files/atomic_file.h"
+#include "files/atomic_file.h"
 
 #include <fcntl.h>
 #include <poll.h>
@@ -40,7 +40,7 @@ namespace {
     answer = "eunknown exception";
   }
   // A failed write means the parent is gone or stopped listening: nobody to tell.
-  write_all(fd, answer.data(), answer.size());
+  files::write_all(fd, answer.data(), answer.size());
   ::_exit(0);  // no destructors, atexit handlers or buffered output of the parent's copy
 }
 

@@ -1,6 +1,6 @@
 #include "retriever/model/encoders.h"
 
-#include "retriever/files/atomic_file.h"
+#include "files/atomic_file.h"
 
 #include <torch/torch.h>
 
@@ -176,7 +176,7 @@ BiEncoder BiEncoder::pretrained(std::vector<hf::SentenceTransformer> encoders) {
 }
 
 BiEncoder BiEncoder::torchscript(const std::string& path, bool untie) {
-  const auto problem = regular_file_problem(path);
+  const auto problem = files::regular_file_problem(path);
   TORCH_CHECK(problem.empty(), "the TorchScript encoder ", path, ": ", problem);
   std::ifstream file(path, std::ios::binary);
   TORCH_CHECK(file, "cannot open the TorchScript encoder ", path);

@@ -1,6 +1,6 @@
 #include "retriever/model/tokenizer.h"
 
-#include "retriever/files/atomic_file.h"
+#include "files/atomic_file.h"
 #include "retriever/launch/stop_signal.h"
 #include "retriever/model/sentencepiece_model_check.h"
 
@@ -111,7 +111,7 @@ struct ShimApi {
     // An anonymous memory file holding the shim: nothing to install or find next to the program.
     const int fd = memfd_create("gradcache-sentencepiece-shim", MFD_CLOEXEC);
     if (fd < 0) fail(std::string("memfd_create failed (") + std::strerror(errno) + ")");
-    if (!write_all(fd, reinterpret_cast<const char*>(gradcache_sentencepiece_shim),
+    if (!files::write_all(fd, reinterpret_cast<const char*>(gradcache_sentencepiece_shim),
                    gradcache_sentencepiece_shim_size)) {
       const int error = errno;
       close(fd);
@@ -239,7 +239,7 @@ void write_model_file(const std::string& path, const std::string& bytes) {
     }
   }
   try {
-    write_file_atomic(path, bytes);
+    files::write_file_atomic(path, bytes);
   } catch (const std::runtime_error& e) {
     throw std::runtime_error(std::string("cannot save the tokenizer model: ") + e.what());
   }
@@ -415,7 +415,7 @@ Tokenizer Tokenizer::load(const std::string& model_path) {
     throw std::runtime_error("tokenizer model '" + model_path + "' is a directory: give its .model file (a run's " +
                              "tokenizer.model); a Hugging Face directory's tokenizer comes with --model-dir");
   }
-  if (const auto problem = regular_file_problem(model_path); !problem.empty())
+  if (const auto problem = files::regular_file_problem(model_path); !problem.empty())
     throw std::runtime_error("tokenizer model '" + model_path + "': " + problem);
   std::ifstream in(model_path, std::ios::binary);
   if (!in) throw std::runtime_error("cannot open tokenizer model '" + model_path + "': check its permissions");

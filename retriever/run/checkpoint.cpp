@@ -1,6 +1,6 @@
 #include "retriever/run/checkpoint.h"
 
-#include "retriever/files/atomic_file.h"
+#include "files/atomic_file.h"
 #include "retriever/files/error_message.h"
 #include "retriever/files/zip_integrity.h"
 #include "retriever/run/build_model.h"
@@ -57,7 +57,7 @@ auto reading(const std::string& name, Read&& read) -> decltype(read()) {
 std::string read_checkpoint_file(const std::string& path) {
   check(access(path.c_str(), R_OK) == 0, "no checkpoint at ", path);
   try {
-    return read_file(path);
+    return files::read_file(path);
   } catch (const std::exception& e) {
     throw CheckpointError(e.what());
   }
@@ -172,7 +172,7 @@ void save_checkpoint(const std::string& path, const CheckpointInfo& info, const 
   // aborts, leaving a torn .tmp file). write_file_atomic_streamed reports a full disk after the
   // archive is done and removes its temporary file.
   try {
-    write_file_atomic_streamed(path, [&](const std::function<void(const void*, size_t)>& write) {
+    files::write_file_atomic_streamed(path, [&](const std::function<void(const void*, size_t)>& write) {
       archive.save_to([&](const void* data, size_t size) {
         write(data, size);
         return size;

@@ -1,7 +1,7 @@
 #include "retriever/run/embeddings.h"
 
+#include "files/atomic_file.h"
 #include "retriever/data/text_data.h"
-#include "retriever/files/atomic_file.h"
 #include "retriever/files/npy.h"
 #include "retriever/files/plain_file_name.h"
 
@@ -42,7 +42,7 @@ nlohmann::json read_manifest(const std::string& dir) {
               "finish)");
   nlohmann::json manifest;
   try {
-    manifest = nlohmann::json::parse(read_file(path));
+    manifest = nlohmann::json::parse(files::read_file(path));
   } catch (const nlohmann::json::exception& e) {
     fail_embeddings(path, "malformed JSON: " + printable_utf8(e.what()));  // JSON errors quote the input
   }
@@ -96,7 +96,7 @@ void check_manifest(const nlohmann::json& manifest, const std::string& path) {
 
 std::vector<std::string> read_ids(const std::string& path) {
   std::vector<std::string> ids;
-  std::istringstream lines(read_file(path));
+  std::istringstream lines(files::read_file(path));
   for (std::string line; std::getline(lines, line);) ids.push_back(std::move(line));
   return ids;
 }
@@ -128,7 +128,7 @@ void EmbeddingsWriter::add_shard(const std::vector<std::string>& ids, const at::
   const size_t index = shards_.size();
   const auto npy = shard_name("embeddings", index, "npy"), id_file = shard_name("ids", index, "txt");
   write_npy((fs::path(dir_) / npy).string(), vectors.detach().to(torch::kCPU, dtype_));
-  write_file_atomic((fs::path(dir_) / id_file).string(), id_lines);
+  files::write_file_atomic((fs::path(dir_) / id_file).string(), id_lines);
   shards_.push_back({{"embeddings", npy}, {"ids", id_file}, {"rows", vectors.size(0)}});
   dim_ = vectors.size(1);
   rows_ += vectors.size(0);
@@ -138,7 +138,7 @@ nlohmann::json EmbeddingsWriter::finish(const nlohmann::json& about) {
   nlohmann::json manifest = {{"format", kFormat}, {"version", kVersion},       {"rows", rows_},
                              {"dim", std::max<int64_t>(dim_, 0)}, {"dtype", dtype_name(dtype_)}, {"shards", shards_}};
   for (const auto& item : about.items()) manifest[item.key()] = item.value();
-  write_file_atomic((fs::path(dir_) / "manifest.json").string(), manifest.dump(2) + "\n");
+  files::write_file_atomic((fs::path(dir_) / "manifest.json").string(), manifest.dump(2) + "\n");
   return manifest;
 }
 

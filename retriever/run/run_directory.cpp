@@ -1,10 +1,10 @@
 #include "retriever/run/run_directory.h"
 
-#include "retriever/files/atomic_file.h"
-#include "retriever/files/directory_lock.h"
+#include "files/atomic_file.h"
+#include "files/directory_lock.h"
+#include "files/leftovers.h"
 #include "retriever/files/output_not_input.h"
 #include "retriever/files/scratch.h"
-#include "retriever/files/staged_directory.h"
 
 #include <unistd.h>
 
@@ -66,7 +66,7 @@ void truncate_metrics(const std::string& path, int64_t step) {
     }
     dropped = true;
   }
-  if (dropped || kept.size() != fs::file_size(path)) write_file_atomic(path, kept);
+  if (dropped || kept.size() != fs::file_size(path)) files::write_file_atomic(path, kept);
 }
 
 // --metrics-out must name a file in an existing directory: found before training, not after.
@@ -79,7 +79,7 @@ void check_metrics_path(const std::string& path, const std::vector<std::pair<std
     throw std::invalid_argument("--metrics-out " + path + " is a directory; name a file in it, e.g. " +
                                 (file / "metrics.jsonl").string());
   }
-  if (const auto problem = regular_file_problem(path); !problem.empty())  // a FIFO's open waits forever
+  if (const auto problem = files::regular_file_problem(path); !problem.empty())  // a FIFO's open waits forever
     throw std::invalid_argument("--metrics-out " + path + ": " + problem);
   const fs::path parent = file.has_parent_path() ? file.parent_path() : fs::path(".");
   if (!fs::is_directory(parent)) {
@@ -155,7 +155,7 @@ std::vector<std::string> RunDirectory::stale_replaced() const {
   std::vector<fs::path> dead;
   std::error_code error;
   for (fs::directory_iterator it(output_, error), end; !error && it != end; it.increment(error)) {
-    if (names_dead_process(it->path().filename().string(), kReplacedPrefix)) dead.push_back(it->path());
+    if (files::names_dead_process(it->path().filename().string(), kReplacedPrefix)) dead.push_back(it->path());
   }
   std::vector<std::string> stale;
   for (const auto& dir : dead) {
@@ -172,7 +172,7 @@ std::vector<std::string> RunDirectory::stale_replaced() const {
 void RunDirectory::start(bool overwrite) {
   if (writer_) {  // one writer per run directory, from before its first check to the run's end
     const bool made = fs::create_directories(output_);
-    lock_ = DirectoryLock(output_, "run");
+    lock_ = files::DirectoryLock(output_, "run");
     created_ = made;  // not removed on failure unless this process made it and held it
   }
   if (fs::exists(checkpoint_path_) && !overwrite) {
@@ -199,7 +199,7 @@ void RunDirectory::start(bool overwrite) {
 
 CheckpointInfo RunDirectory::resume(const TrainConfig& requested, int world_size) {
   std::error_code no_directory;  // a missing one is refused below: it holds no checkpoint
-  if (writer_ && fs::is_directory(output_, no_directory)) lock_ = DirectoryLock(output_, "run");
+  if (writer_ && fs::is_directory(output_, no_directory)) lock_ = files::DirectoryLock(output_, "run");
   const auto stale = stale_replaced();
   if (!fs::exists(checkpoint_path_)) {
     if (!stale.empty()) {
@@ -238,7 +238,7 @@ void RunDirectory::check_files_of(const CheckpointInfo& info) const {
   if (fs::exists(config)) {
     TrainConfig saved;
     try {
-      saved = read_saved_config(nlohmann::json::parse(read_file(config)));
+      saved = read_saved_config(nlohmann::json::parse(files::read_file(config)));
     } catch (const std::exception& e) {
       refuse("config.json", std::string("it cannot be read: ") + e.what());
     }
@@ -246,12 +246,12 @@ void RunDirectory::check_files_of(const CheckpointInfo& info) const {
     if (!differences.empty()) refuse("config.json", "they differ in" + differences + "\n");
   }
   for (const char* name : {"tokenizer.model", "tokenizer.json"}) {
-    if (fs::exists(path(name)) && read_file(path(name)) != info.tokenizer)
+    if (fs::exists(path(name)) && files::read_file(path(name)) != info.tokenizer)
       refuse(name, "the checkpoint holds another tokenizer");
   }
 }
 
-void RunDirectory::claim(const std::vector<std::pair<std::string, std::string>>& files) {
+void RunDirectory::claim(const std::vector<std::pair<std::string, std::string>>& named_files) {
   if (!writer_) return;
   std::vector<std::pair<std::string, std::string>> staged;  // (temporary, final)
   std::error_code ignored;
@@ -259,7 +259,7 @@ void RunDirectory::claim(const std::vector<std::pair<std::string, std::string>>&
     for (const auto& file : staged) fs::remove(file.first, ignored);
   };
   try {  // a full disk fails here, before anything of the old run is touched
-    for (const auto& [name, content] : files) staged.emplace_back(write_temporary_file(path(name), content), path(name));
+    for (const auto& [name, content] : named_files) staged.emplace_back(files::write_temporary_file(path(name), content), path(name));
   } catch (...) {
     remove_staged();
     throw;
@@ -282,7 +282,7 @@ void RunDirectory::claim(const std::vector<std::pair<std::string, std::string>>&
   }
   for (size_t i = 0; i < staged.size(); ++i) {
     try {
-      commit_file(staged[i].first, staged[i].second);
+      files::commit_file(staged[i].first, staged[i].second);
     } catch (...) {
       staged.erase(staged.begin(), staged.begin() + static_cast<std::ptrdiff_t>(i) + 1);
       remove_staged();
@@ -322,7 +322,7 @@ void RunDirectory::restore_replaced() noexcept {
 std::string RunDirectory::path(const std::string& name) const { return (fs::path(output_) / name).string(); }
 
 void RunDirectory::write(const std::string& name, const std::string& content) const {
-  if (writer_) write_file_atomic(path(name), content);
+  if (writer_) files::write_file_atomic(path(name), content);
 }
 
 void RunDirectory::append_metrics(const StepRecord& r) {

@@ -10,8 +10,8 @@
 // them there, which the next run names.
 #pragma once
 
+#include "files/directory_lock.h"
 #include "retriever/config/train_config.h"
-#include "retriever/files/directory_lock.h"
 #include "retriever/run/checkpoint.h"
 #include "retriever/run/progress.h"
 
@@ -95,7 +95,7 @@ class RunDirectory {
   bool created_ = false;        // start() made output_: removed again if the run leaves it empty
   bool claimed_ = false;        // claim() wrote the run's files and settle() has not come yet
   std::ofstream metrics_;
-  DirectoryLock lock_;  // the writer's, from start() or resume() to the end: one writer per run
+  files::DirectoryLock lock_;  // the writer's, from start() or resume() to the end: one writer per run
 };
 
 }  // namespace retriever

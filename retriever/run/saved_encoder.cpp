@@ -1,7 +1,7 @@
 #include "retriever/run/saved_encoder.h"
 
+#include "files/atomic_file.h"
 #include "retriever/data/text_data.h"
-#include "retriever/files/atomic_file.h"
 #include "retriever/files/error_message.h"
 #include "retriever/files/plain_file_name.h"
 #include "retriever/files/zip_integrity.h"
@@ -117,7 +117,7 @@ TextEncoder load_exported_encoder(const std::string& dir, const std::string& sid
   int64_t query_len = 0, passage_len = 0, dim = 0;
   bool normalize = false;
   try {
-    manifest = nlohmann::json::parse(read_file(manifest_path));
+    manifest = nlohmann::json::parse(files::read_file(manifest_path));
     if (manifest.value("format", "") != "gradcache-export")
       throw std::runtime_error("\"format\" is not \"gradcache-export\"");
     const auto& models = manifest.at("models");
@@ -148,7 +148,7 @@ TextEncoder load_exported_encoder(const std::string& dir, const std::string& sid
   }
   auto tokenizer = Tokenizer::load(tokenizer_file);
   // LibTorch's zip reader checks no CRC: a flipped byte inside a tensor would load (issue 27).
-  const std::string bytes = read_file(file);
+  const std::string bytes = files::read_file(file);
   if (const auto damage = find_zip_damage(bytes))
     throw std::runtime_error(file + " is damaged: " + *damage + "; export the run again");
   BiEncoder model;

@@ -1,6 +1,6 @@
 #include "retriever/train/curves.h"
 
-#include "retriever/files/atomic_file.h"
+#include "files/atomic_file.h"
 #include "retriever/files/output_not_input.h"
 #include "retriever/files/scratch.h"
 #include "retriever/launch/gnuplot.h"
@@ -232,7 +232,7 @@ void plot_training_curves(const std::vector<CurveSource>& runs, const std::strin
     for (const auto& run : runs) files += (files.empty() ? "" : ", ") + run.metrics_path;
     throw std::runtime_error("no training steps to plot in " + files);
   }
-  const std::string temporary = temporary_path(png);
+  const std::string temporary = files::temporary_path(png);
   const std::string script = (scratch.path / "curves.gp").string();
   std::ofstream(script) << write_script(runs, dats, counts, dev_metric, temporary);
   try {

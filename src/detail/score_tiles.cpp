@@ -44,9 +44,8 @@ void TileChecks::check() const {
   message << who_ << ": a score is NaN or infinite in the tile of query rows [" << t.i0 << ", " << t.i0 + t.ni
           << ") x passage rows [" << t.j0 << ", " << t.j0 + t.nj << ")"
           << (bad.numel() > 1 ? " (and " + std::to_string(bad.numel() - 1) + " more tile(s))" : std::string())
-          << "; nothing was backpropagated. The scores q p^T / temperature overflow: use a larger temperature, "
-          << "Similarity::Cosine, or float32 instead of half precision";
-  throw NonFiniteLossError(message.str(), std::numeric_limits<double>::infinity());
+          << "; nothing was backpropagated. " << advice_;
+  throw NonFiniteLossError(message.str(), loss_);
 }
 
 void fold_score_tiles(const at::Tensor& qs, const at::Tensor& p, int64_t tile, at::Tensor& row_lse,

@@ -6,6 +6,7 @@
 #include <ATen/ATen.h>
 
 #include <cstdint>
+#include <limits>
 #include <vector>
 
 namespace gradcache {
@@ -17,11 +18,18 @@ inline at::ScalarType tile_compute_type(at::ScalarType t) {
   return t == at::kHalf || t == at::kBFloat16 ? at::kFloat : t;
 }
 
+/// What the dot-product losses advise when a score overflows.
+inline constexpr const char* kScoreOverflowAdvice =
+    "The scores q p^T / temperature overflow: use a larger temperature, Similarity::Cosine, or float32 instead of "
+    "half precision";
+
 /// Per-tile finiteness flags and where each tile lies, checked together (one sync for all).
 class TileChecks {
  public:
-  /// `who` starts the error message.
-  explicit TileChecks(const char* who) : who_(who) {}
+  /// `who` starts the error message, `advice` ends it; `loss` is the NonFiniteLossError's value.
+  explicit TileChecks(const char* who, const char* advice = kScoreOverflowAdvice,
+                      double loss = std::numeric_limits<double>::infinity())
+      : who_(who), advice_(advice), loss_(loss) {}
   void add(const at::Tensor& row_lse_of_tile, int64_t i0, int64_t ni, int64_t j0, int64_t nj);
   /// Whether every tile's scores were finite (one sync).
   bool ok() const;
@@ -33,6 +41,8 @@ class TileChecks {
     int64_t i0, ni, j0, nj;
   };
   const char* who_;
+  const char* advice_;
+  double loss_;
   std::vector<at::Tensor> flags_;
   std::vector<Ref> tiles_;
 };

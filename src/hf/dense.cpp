@@ -2,7 +2,7 @@
 
 #include <gradcache/hf/safetensors.h>
 
-#include "detail/atomic_file.h"
+#include "files/atomic_file.h"
 #include "hf/model_json.h"
 
 #include <torch/nn/functional/activation.h>
@@ -131,7 +131,7 @@ Dense load_dense(const std::string& dir) {
 }
 
 void save_dense(const Dense& dense, const std::string& dir) {
-  gradcache::detail::write_file_atomic((fs::path(dir) / "config.json").string(), dense_config_json(dense->options()));
+  files::write_file_atomic((fs::path(dir) / "config.json").string(), dense_config_json(dense->options()));
   NamedTensors tensors;
   for (const auto& item : dense->named_parameters()) tensors.emplace_back(item.key(), item.value().detach().to(at::kCPU));
   save_safetensors((fs::path(dir) / "model.safetensors").string(), tensors);

@@ -3,7 +3,7 @@
 #include <gradcache/hf/linear.h>
 #include <gradcache/hf/transformer.h>
 
-#include "detail/atomic_file.h"
+#include "files/atomic_file.h"
 #include "hf/model_json.h"
 
 #include <ATen/ATen.h>
@@ -240,7 +240,7 @@ void save_lora_adapter(const TransformerBackbone& model, const LoraOptions& opti
   namespace fs = std::filesystem;
   const NamedTensors tensors = lora_tensors(model);
   if (tensors.empty()) throw std::invalid_argument("save_lora_adapter: the model has no LoRA adapter");
-  gradcache::detail::write_file_atomic((fs::path(dir) / "adapter_config.json").string(),
+  files::write_file_atomic((fs::path(dir) / "adapter_config.json").string(),
                                       lora_config_json(options, base_model));
   save_safetensors((fs::path(dir) / "adapter_model.safetensors").string(), tensors);
 }

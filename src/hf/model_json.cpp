@@ -1,6 +1,6 @@
 #include "hf/model_json.h"
 
-#include "detail/atomic_file.h"
+#include "files/atomic_file.h"
 
 #include <atomic>
 #include <cmath>
@@ -130,7 +130,7 @@ std::string string_field(const Json& object, const std::string& key, const std::
 }
 
 std::string read_text_file(const std::string& path, size_t max_bytes) {
-  if (const auto problem = gradcache::detail::regular_file_problem(path); !problem.empty())
+  if (const auto problem = files::regular_file_problem(path); !problem.empty())
     throw ModelFileError(path, problem);
   std::ifstream in(path, std::ios::binary);
   if (!in) throw ModelFileError(path, "missing or unreadable");

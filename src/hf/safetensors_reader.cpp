@@ -3,7 +3,7 @@
 // tensor is allocated, then each tensor's bytes go straight into its storage.
 #include <gradcache/hf/safetensors.h>
 
-#include "detail/atomic_file.h"
+#include "files/atomic_file.h"
 #include "hf/model_json.h"
 #include "hf/safetensors_dtypes.h"
 
@@ -210,7 +210,7 @@ SafetensorsContents read_safetensors_bytes(std::string_view bytes, const std::st
 }
 
 SafetensorsFile::SafetensorsFile(const std::string& path) : path_(path) {
-  if (const auto problem = gradcache::detail::regular_file_problem(path); !problem.empty())
+  if (const auto problem = files::regular_file_problem(path); !problem.empty())
     throw ModelFileError(path, problem);
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) throw ModelFileError(path, std::string("cannot open: ") + std::strerror(errno));

@@ -4,7 +4,7 @@
 // byte for byte the file Python's `safetensors.torch.save_file` writes for the same tensors.
 #include <gradcache/hf/safetensors.h>
 
-#include "detail/atomic_file.h"
+#include "files/atomic_file.h"
 #include "hf/safetensors_dtypes.h"
 
 #include <ATen/core/Tensor.h>
@@ -108,7 +108,7 @@ std::string safetensors_bytes(const NamedTensors& tensors, const std::map<std::s
 
 void save_safetensors(const std::string& path, const NamedTensors& tensors,
                       const std::map<std::string, std::string>& metadata) {
-  const std::string tmp = gradcache::detail::temporary_path(path);
+  const std::string tmp = files::temporary_path(path);
   {
     std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
     if (!out) throw std::runtime_error("cannot write " + tmp);
@@ -124,7 +124,7 @@ void save_safetensors(const std::string& path, const NamedTensors& tensors,
       throw std::runtime_error("cannot write " + tmp + " (is the disk full?)");
     }
   }
-  gradcache::detail::commit_file(tmp, path);
+  files::commit_file(tmp, path);
 }
 
 }  // namespace hf

@@ -1,7 +1,7 @@
 #include <gradcache/hf/sentence_transformer.h>
 
-#include "detail/atomic_file.h"
-#include "detail/staged_directory.h"
+#include "files/atomic_file.h"
+#include "files/staged_directory.h"
 #include "hf/model_json.h"
 #include "hf/unicode.h"
 
@@ -187,20 +187,20 @@ std::map<std::string, at::Tensor> SentenceTransformerImpl::tokenize(const std::v
 }
 
 void SentenceTransformerImpl::save(const std::string& dir) const {
-  gradcache::detail::StagedDirectory staged(dir, "config.json", /*overwrite=*/true, "SentenceTransformer::save directory");
+  files::StagedDirectory staged(dir, "config.json", /*overwrite=*/true, "SentenceTransformer::save directory");
   save_transformer(*transformer_, staged.partial());
-  gradcache::detail::write_file_atomic(staged.path("modules.json"), modules_json(dense_.size(), options_.normalize()));
+  files::write_file_atomic(staged.path("modules.json"), modules_json(dense_.size(), options_.normalize()));
   fs::create_directories(staged.path("1_Pooling"));
-  gradcache::detail::write_file_atomic(staged.path("1_Pooling/config.json"), pooling_config_json(options_.pooling()));
+  files::write_file_atomic(staged.path("1_Pooling/config.json"), pooling_config_json(options_.pooling()));
   for (size_t i = 0; i < dense_.size(); ++i) {
     const std::string folder = staged.path(module_folder(2 + i, ModuleKind::Dense));
     fs::create_directories(folder);
     save_dense(dense_[i], folder);
   }
   if (options_.normalize()) fs::create_directories(staged.path(module_folder(2 + dense_.size(), ModuleKind::Normalize)));
-  gradcache::detail::write_file_atomic(staged.path("sentence_bert_config.json"),
+  files::write_file_atomic(staged.path("sentence_bert_config.json"),
                             sentence_bert_config_json(options_.max_seq_length(), options_.do_lower_case()));
-  gradcache::detail::write_file_atomic(staged.path("config_sentence_transformers.json"), model_settings_json(options_.settings()));
+  files::write_file_atomic(staged.path("config_sentence_transformers.json"), model_settings_json(options_.settings()));
   if (!options_.tokenizer_dir().empty()) {
     for (const char* name : kTokenizerFiles) {
       const fs::path source = fs::path(options_.tokenizer_dir()) / name;
@@ -210,9 +210,9 @@ void SentenceTransformerImpl::save(const std::string& dir) const {
   // A tokenizer read from vocab.txt (or given in code, or kept by a checkpoint) gets its
   // tokenizer.json too, and the tokenizer_config.json transformers needs to pad with it.
   if (options_.tokenizer() != nullptr && !fs::exists(staged.path("tokenizer.json")))
-    gradcache::detail::write_file_atomic(staged.path("tokenizer.json"), options_.tokenizer()->to_json());
+    files::write_file_atomic(staged.path("tokenizer.json"), options_.tokenizer()->to_json());
   if (options_.tokenizer() != nullptr && !fs::exists(staged.path("tokenizer_config.json")))
-    gradcache::detail::write_file_atomic(staged.path("tokenizer_config.json"),
+    files::write_file_atomic(staged.path("tokenizer_config.json"),
                                          tokenizer_config_json(*options_.tokenizer(), options_.max_seq_length()));
   staged.commit();
 }

@@ -3,9 +3,9 @@
 
 #include <gradcache/hf/lora.h>
 
-#include "detail/atomic_file.h"
-#include "hf/models/architectures.h"
+#include "files/atomic_file.h"
 #include "hf/model_json.h"
+#include "hf/models/architectures.h"
 
 #include <ATen/core/Tensor.h>
 #include <ATen/ops/ones_like.h>
@@ -210,7 +210,7 @@ void save_transformer(const TransformerBackbone& model, const std::string& dir) 
   if (has_lora(model))
     throw std::invalid_argument("save_transformer: the model carries LoRA adapters, which transformers' weights have no "
                                 "place for: merge_lora first (a plain model), or save_lora_adapter (PEFT's directory)");
-  gradcache::detail::write_file_atomic((fs::path(dir) / "config.json").string(), model.config_json());
+  files::write_file_atomic((fs::path(dir) / "config.json").string(), model.config_json());
   NamedTensors tensors;
   for (const auto& item : model.named_parameters()) tensors.emplace_back(item.key(), item.value());
   save_safetensors((fs::path(dir) / "model.safetensors").string(), tensors);

@@ -8,7 +8,7 @@
 #include <sstream>
 #include <unordered_map>
 
-#include "detail/atomic_file.h"
+#include "files/atomic_file.h"
 #include "gradcache/hf/tokenizer.h"
 #include "hf/json_fields.h"
 #include "hf/tokenizer_state.h"
@@ -226,7 +226,7 @@ std::unique_ptr<TokenizerState> tokenizer_from_vocab(std::string_view vocab_txt,
 namespace {
 
 std::string read_file(const fs::path& path) {
-  if (const auto problem = gradcache::detail::regular_file_problem(path.string()); !problem.empty())
+  if (const auto problem = files::regular_file_problem(path.string()); !problem.empty())
     throw TokenizerError(unicode::printable_utf8(path.string()) + ": " + problem);
   std::error_code error;
   const std::uintmax_t size = fs::file_size(path, error);
@@ -293,7 +293,7 @@ Tokenizer Tokenizer::from_directory(const std::string& dir) {
   const fs::path json = root / "tokenizer.json";
   const fs::path config = root / "tokenizer_config.json";
   if (detail::file_exists(json)) {
-    std::unique_ptr<detail::TokenizerState> state = detail::parse_tokenizer_json(detail::read_file(json), json.string());
+    std::unique_ptr<detail::TokenizerState> state = detail::parse_tokenizer_json(files::read_file(json), json.string());
     detail::apply_tokenizer_config(*state, detail::read_if_present(config), config.string());
     return Tokenizer(std::move(state));
   }
@@ -305,7 +305,7 @@ Tokenizer Tokenizer::from_directory(const std::string& dir) {
   const fs::path map = root / "special_tokens_map.json";
   const std::string config_text = detail::read_if_present(config);
   std::unique_ptr<detail::TokenizerState> state = detail::tokenizer_from_vocab(
-      detail::read_file(vocab), vocab.string(), config_text, config.string(), detail::read_if_present(map), map.string());
+      files::read_file(vocab), vocab.string(), config_text, config.string(), detail::read_if_present(map), map.string());
   detail::apply_tokenizer_config(*state, config_text, config.string());
   return Tokenizer(std::move(state));
 }

@@ -2,7 +2,7 @@
 #include <gradcache/hf/stored_weights.h>
 #include <gradcache/hf/transformer.h>
 
-#include "detail/atomic_file.h"
+#include "files/atomic_file.h"
 #include "hf/model_json.h"
 
 #include <torch/serialize.h>
@@ -47,7 +47,7 @@ std::set<std::string> shard_files(const std::string& index_file) {
 }  // namespace
 
 NamedTensors read_pytorch_bin(const std::string& path) {
-  if (const auto problem = gradcache::detail::regular_file_problem(path); !problem.empty())
+  if (const auto problem = files::regular_file_problem(path); !problem.empty())
     throw ModelFileError(path, problem);
   std::ifstream in(path, std::ios::binary);
   if (!in) throw ModelFileError(path, "missing or unreadable");

@@ -25,11 +25,7 @@ export HF_HUB_OFFLINE=1
 for i in $(seq 0 47); do
   printf 'w%d w%d\tw%d w%d w%d\n' $((4 + i)) $((52 + i % 40)) $((52 + i % 40)) $((4 + i)) $((4 + (i * 7) % 90))
 done >"$work/train.tsv"
-awk -F'\t' '{print "d" NR "\t" $2}' "$work/train.tsv" >"$work/corpus.tsv"
-awk -F'\t' '{print "q" NR "\t" $1}' "$work/train.tsv" >"$work/queries.tsv"
-awk '{print "q" NR " 0 d" NR " 1"}' "$work/train.tsv" >"$work/qrels.txt"
-data=(--corpus "$work/corpus.tsv" --queries "$work/queries.tsv" --qrels "$work/qrels.txt")
-eval_data=(--eval-corpus "$work/corpus.tsv" --eval-queries "$work/queries.tsv" --eval-qrels "$work/qrels.txt")
+write_eval_set "$work"
 
 names=()
 for dir in "$models"/*/st; do
@@ -185,43 +181,46 @@ grep -q "match no linear layer of this bert model; its linear layers are named d
 expect_status 1 $? "--lora-rank with --train-params"
 grep -q "with LoRA only the adapters train" "$work/x.err" || fail "--lora-rank with --train-params: $(cat "$work/x.err")"
 
-# Python: each export loads in SentenceTransformer and encodes the corpus as `gradcache encode` did.
-cat >"$work/check.py" <<'PY'
-import json, sys
+# Python: the largest difference between a model's encode and the shards `gradcache encode` wrote
+# to EMB (imported by the two checks below, which run from $work).
+cat >"$work/emb_diff.py" <<'PY'
+import json
 import numpy
+def max_difference(model, emb, texts):
+    manifest = json.load(open(f"{emb}/manifest.json"))
+    worst = 0.0
+    for shard in manifest["shards"]:
+        stored = numpy.load(f"{emb}/{shard['embeddings']}")
+        ids = open(f"{emb}/{shard['ids']}", encoding="utf-8").read().split("\n")[:-1]
+        theirs = model.encode([texts[i] for i in ids], batch_size=7, convert_to_numpy=True)
+        worst = max(worst, float(numpy.abs(theirs - stored).max()))
+    return worst
+PY
+# Each export loads in SentenceTransformer and encodes the corpus as `gradcache encode` did.
+cat >"$work/check.py" <<'PY'
+import sys
 from sentence_transformers import SentenceTransformer
+from emb_diff import max_difference
 work, names = sys.argv[1], sys.argv[2:]
 texts = dict(line.rstrip("\n").split("\t", 1) for line in open(f"{work}/corpus.tsv", encoding="utf-8"))
 for name in names:
     model = SentenceTransformer(f"{work}/st_{name}", device="cpu")
-    manifest = json.load(open(f"{work}/emb_{name}/manifest.json"))
-    worst = 0.0
-    for shard in manifest["shards"]:
-        stored = numpy.load(f"{work}/emb_{name}/{shard['embeddings']}")
-        ids = open(f"{work}/emb_{name}/{shard['ids']}", encoding="utf-8").read().split("\n")[:-1]
-        theirs = model.encode([texts[i] for i in ids], batch_size=7, convert_to_numpy=True)
-        worst = max(worst, float(numpy.abs(theirs - stored).max()))
+    worst = max_difference(model, f"{work}/emb_{name}", texts)
     # fp32, 2-3 layers, batches padded otherwise: a few ulps of unit-norm vectors.
     assert worst <= 2e-6, f"{name}: max difference {worst}"
     print(f"{name}: the export encodes as gradcache encode (max difference {worst:.2e})")
 PY
 # The PEFT directories, loaded onto the base model by sentence-transformers (PEFT underneath).
 cat >"$work/check_peft.py" <<'PY'
-import json, sys
-import numpy
+import sys
 from sentence_transformers import SentenceTransformer
+from emb_diff import max_difference
 work, models, names = sys.argv[1], sys.argv[2], sys.argv[3:]
 texts = dict(line.rstrip("\n").split("\t", 1) for line in open(f"{work}/corpus.tsv", encoding="utf-8"))
 for name in names:
     model = SentenceTransformer(f"{models}/{name}/st", device="cpu")
     model.load_adapter(f"{work}/peft_{name}")
-    manifest = json.load(open(f"{work}/emb_lora_{name}/manifest.json"))
-    worst = 0.0
-    for shard in manifest["shards"]:
-        stored = numpy.load(f"{work}/emb_lora_{name}/{shard['embeddings']}")
-        ids = open(f"{work}/emb_lora_{name}/{shard['ids']}", encoding="utf-8").read().split("\n")[:-1]
-        theirs = model.encode([texts[i] for i in ids], batch_size=7, convert_to_numpy=True)
-        worst = max(worst, float(numpy.abs(theirs - stored).max()))
+    worst = max_difference(model, f"{work}/emb_lora_{name}", texts)
     assert worst <= 2e-6, f"{name}: the PEFT adapter encodes differently (max difference {worst})"
     print(f"{name}: the PEFT adapter, loaded onto the base, encodes as gradcache encode (max difference {worst:.2e})")
 PY

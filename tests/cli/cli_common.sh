@@ -23,3 +23,14 @@ fail() {
 expect_status() {  # expected, actual, what
   [ "$1" = "$2" ] || fail "$3: exit status $2, expected $1"
 }
+
+# DIR/corpus.tsv, DIR/queries.tsv and DIR/qrels.txt from DIR/train.tsv: line N's passage is
+# document dN, its query qN, and qN's one relevant document dN. Sets `data` (eval's flags) and
+# `eval_data` (train's) to these files.
+write_eval_set() {
+  awk -F'\t' '{print "d" NR "\t" $2}' "$1/train.tsv" >"$1/corpus.tsv"
+  awk -F'\t' '{print "q" NR "\t" $1}' "$1/train.tsv" >"$1/queries.tsv"
+  awk '{print "q" NR " 0 d" NR " 1"}' "$1/train.tsv" >"$1/qrels.txt"
+  data=(--corpus "$1/corpus.tsv" --queries "$1/queries.tsv" --qrels "$1/qrels.txt")
+  eval_data=(--eval-corpus "$1/corpus.tsv" --eval-queries "$1/queries.tsv" --eval-qrels "$1/qrels.txt")
+}

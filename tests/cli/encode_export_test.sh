@@ -16,14 +16,11 @@ fi
 
 # A tiny run with evaluation data: passages d1..d96, their queries, and a few harder texts.
 write_tiny_task "$work"
-awk -F'\t' '{print "d" NR "\t" $2}' "$work/train.tsv" >"$work/corpus.tsv"
-awk -F'\t' '{print "q" NR "\t" $1}' "$work/train.tsv" >"$work/queries.tsv"
-awk '{print "q" NR " 0 d" NR " 1"}' "$work/train.tsv" >"$work/qrels.txt"
+write_eval_set "$work"
 printf 'long\t%s\n' "$(printf 'the red cat lives here %.0s' $(seq 1 20))" >>"$work/corpus.tsv"
 printf 'titled\tCAFÉ  au LAIT\tA Title\nodd\t\x01\x02\n' >>"$work/corpus.tsv"
 unset "tiny_flags[${#tiny_flags[@]}-1]" "tiny_flags[${#tiny_flags[@]}-2]"  # --eval false
-eval_flags=(--eval-corpus "$work/corpus.tsv" --eval-queries "$work/queries.tsv" --eval-qrels "$work/qrels.txt")
-"$bin" train --quick "${tiny_flags[@]}" "${eval_flags[@]}" --output "$work/run" >"$work/run.out" 2>"$work/run.err"
+"$bin" train --quick "${tiny_flags[@]}" "${eval_data[@]}" --output "$work/run" >"$work/run.out" 2>"$work/run.err"
 expect_status 0 $? "quick train"
 
 # Export, then encode from the run (5 shards of at most 25 rows) and from the export (fp16).
@@ -81,7 +78,7 @@ PY
 cat "$work/python.out"
 
 # Training continues from the export: its untrained evaluation is the run's trained one.
-"$bin" train --quick "${tiny_flags[@]}" "${eval_flags[@]}" --model "$work/export/model.pt" \
+"$bin" train --quick "${tiny_flags[@]}" "${eval_data[@]}" --model "$work/export/model.pt" \
   --tokenizer "$work/export/tokenizer.model" --output "$work/again" >"$work/again.out" 2>"$work/again.err"
 expect_status 0 $? "train --model exported"
 "$python" - "$work" <<'PY' || fail "train from the export did not start where the run ended"

@@ -15,12 +15,9 @@ if ! "$python" -c "import torch, numpy" 2>/dev/null; then
 fi
 
 write_tiny_task "$work"
-awk -F'\t' '{print "d" NR "\t" $2}' "$work/train.tsv" >"$work/corpus.tsv"
-awk -F'\t' '{print "q" NR "\t" $1}' "$work/train.tsv" >"$work/queries.tsv"
-awk '{print "q" NR " 0 d" NR " 1"}' "$work/train.tsv" >"$work/qrels.txt"
+write_eval_set "$work"
 unset "tiny_flags[${#tiny_flags[@]}-1]" "tiny_flags[${#tiny_flags[@]}-2]"  # --eval false
-eval_flags=(--eval-corpus "$work/corpus.tsv" --eval-queries "$work/queries.tsv" --eval-qrels "$work/qrels.txt"
-            --eval-bm25 false)
+eval_flags=("${eval_data[@]}" --eval-bm25 false)
 
 # Bad settings: refused before anything is written, the message naming the flag.
 expect_refused() {  # what, expected message part, train flags...

@@ -19,12 +19,8 @@ fi
 export HF_HUB_OFFLINE=1
 
 write_tiny_task "$work"
-awk -F'\t' '{print "d" NR "\t" $2}' "$work/train.tsv" >"$work/corpus.tsv"
-awk -F'\t' '{print "q" NR "\t" $1}' "$work/train.tsv" >"$work/queries.tsv"
-awk '{print "q" NR " 0 d" NR " 1"}' "$work/train.tsv" >"$work/qrels.txt"
+write_eval_set "$work"
 printf 'long\t%s\nodd\tCAFÉ  au LAIT 中文 \x01\n' "$(printf 'the red cat lives here %.0s' $(seq 1 80))" >>"$work/corpus.tsv"
-data=(--corpus "$work/corpus.tsv" --queries "$work/queries.tsv" --qrels "$work/qrels.txt")
-eval_data=(--eval-corpus "$work/corpus.tsv" --eval-queries "$work/queries.tsv" --eval-qrels "$work/qrels.txt")
 train=("$bin" train --model-dir "$model" --train-file "$work/train.tsv" --batch-size 16 --chunk-size 8)
 metric() { "$python" -c "import json, sys; print('%.6f %.6f' % tuple(json.load(open(sys.argv[1]))[k] for k in ('recall@10', 'mrr@10')))" "$1"; }
 

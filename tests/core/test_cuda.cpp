@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 namespace gc = gradcache;
+using gctest::full_batch_chunked;
 using gctest::grads_of;
 using gctest::params_of;
 using gctest::kTol32;
@@ -42,27 +43,6 @@ constexpr double kTolSameLow = 1e-5;
 
 const torch::Device kCuda(torch::kCUDA, 0);
 
-
-// The full batch with every chunk's forward run with grad, in the cache's order and under its
-// own autocast scope (so the generators hand out the same dropout masks and the casts are the
-// cache's), one loss over all rows and one backward.
-std::vector<torch::Tensor> full_batch_chunked(gctest::Mlp q, gctest::Mlp p, const torch::Tensor& x,
-                                              const torch::Tensor& y, int64_t chunk, const gc::Loss& loss,
-                                              gc::Precision precision = gc::Precision::fp32, double scale = 1.0) {
-  auto params = params_of({q.ptr().get(), p.ptr().get()});
-  zero_grads(params);
-  std::vector<torch::Tensor> reps;
-  for (auto [model, input] : {std::make_pair(q, x), std::make_pair(p, y)}) {
-    std::vector<torch::Tensor> parts;
-    for (const auto& c : input.split(chunk, 0)) {
-      gc::AutocastScope scope(precision, kCuda);
-      parts.push_back(model(c));
-    }
-    reps.push_back(gc::to_full_precision(torch::cat(parts, 0)));
-  }
-  (loss(reps, {}) * scale).backward();
-  return grads_of(params);
-}
 
 std::vector<torch::Tensor> cache_grads(gc::GradCache& cache, std::initializer_list<torch::nn::Module*> modules,
                                        const torch::Tensor& x, const torch::Tensor& y) {
@@ -97,7 +77,7 @@ TEST(Cuda, DropoutReplayIsBitIdenticalAndGradientsMatchFloat64) {
                       gc::GradCacheOptions().retain_chunks(0));
 
   torch::manual_seed(42);
-  auto full = full_batch_chunked(q, p, x, y, 12, gc::SimpleContrastiveLoss());
+  auto full = full_batch_chunked(q, p, x, y, 12, gc::SimpleContrastiveLoss(), gc::Precision::fp32, kCuda);
   rec_q->grad_outputs.clear();
   rec_p->grad_outputs.clear();
   torch::manual_seed(42);
@@ -172,7 +152,7 @@ TEST(Cuda, Fp16WithGradScalerMatchesFp16FullBatch) {
   gc::GradCache cache({recording(q, rec_q), p}, 12, loss,
                       gc::GradCacheOptions().precision(gc::Precision::fp16).scaler(scaler).retain_chunks(0));
   torch::manual_seed(5);
-  auto full = full_batch_chunked(q, p, x, y, 12, loss, gc::Precision::fp16, scale);
+  auto full = full_batch_chunked(q, p, x, y, 12, loss, gc::Precision::fp16, kCuda, scale);
   rec_q->grad_outputs.clear();
   torch::manual_seed(5);
   auto cached = cache_grads(cache, {q.ptr().get(), p.ptr().get()}, x, y);
@@ -207,7 +187,7 @@ TEST(Cuda, Bf16WithDropoutMatchesBf16FullBatch) {
   gc::Loss loss = gc::SimpleContrastiveLoss(gc::ContrastiveLossOptions().temperature(0.5));
   gc::GradCache cache({q, p}, 12, loss, gc::GradCacheOptions().precision(gc::Precision::bf16).retain_chunks(0));
   torch::manual_seed(6);
-  auto full = full_batch_chunked(q, p, x, y, 12, loss, gc::Precision::bf16);
+  auto full = full_batch_chunked(q, p, x, y, 12, loss, gc::Precision::bf16, kCuda);
   torch::manual_seed(6);
   auto cached = cache_grads(cache, {q.ptr().get(), p.ptr().get()}, x, y);
   const double err = max_rel_error(cached, full);

@@ -20,18 +20,11 @@ gc::Model counting(gctest::Mlp mlp, std::shared_ptr<CallCounter> calls) {
       .with_state_of(mlp);
 }
 
+// The chunked fp32 full batch, its gradients cleared again for the cache's step.
 std::vector<torch::Tensor> chunked_reference(gctest::Mlp q, gctest::Mlp p, const torch::Tensor& x,
                                              const torch::Tensor& y, int64_t chunk) {
-  auto params = q->parameters();
-  auto pp = p->parameters();
-  params.insert(params.end(), pp.begin(), pp.end());
-  gctest::zero_grads(params);
-  std::vector<torch::Tensor> qs, ps;
-  for (const auto& c : gc::split_input(x, chunk)) qs.push_back(q(c.arg(0)));
-  for (const auto& c : gc::split_input(y, chunk)) ps.push_back(p(c.arg(0)));
-  gc::SimpleContrastiveLoss()(torch::cat(qs), torch::cat(ps)).backward();
-  auto grads = gctest::grads_of(params);
-  gctest::zero_grads(params);
+  auto grads = gctest::full_batch_chunked(q, p, x, y, chunk, gc::SimpleContrastiveLoss());
+  gctest::zero_grads(gctest::params_of({q.ptr().get(), p.ptr().get()}));
   return grads;
 }
 

@@ -35,27 +35,6 @@ namespace {
 constexpr double kTolSameBf16 = 1e-5;
 constexpr double kTolBf16 = 0.03125;
 
-
-
-// The bf16 full batch, chunked: each chunk with grad under its own autocast scope (as the
-// cache's calls), fp32 representations, one loss and one backward.
-std::vector<torch::Tensor> bf16_full_batch_chunked(gctest::Mlp q, gctest::Mlp p, const torch::Tensor& x,
-                                                   const torch::Tensor& y, int64_t chunk, const gc::Loss& loss) {
-  auto params = params_of({q.ptr().get(), p.ptr().get()});
-  zero_grads(params);
-  std::vector<torch::Tensor> reps;
-  for (auto [model, input] : {std::make_pair(q, x), std::make_pair(p, y)}) {
-    std::vector<torch::Tensor> parts;
-    for (const auto& c : input.split(chunk, 0)) {
-      gc::AutocastScope bf16(gc::Precision::bf16, torch::kCPU);
-      parts.push_back(model(c));
-    }
-    reps.push_back(torch::cat(parts, 0).to(torch::kFloat));
-  }
-  loss(reps, {}).backward();
-  return grads_of(params);
-}
-
 }  // namespace
 
 // ---- autocast scope ---------------------------------------------------------------------
@@ -134,7 +113,7 @@ TEST(PrecisionCache, Bf16WithDropoutMatchesBf16FullBatchAndReplaysIdentically) {
                       gc::GradCacheOptions().precision(gc::Precision::bf16).retain_chunks(0));
 
   torch::manual_seed(5);
-  auto full = bf16_full_batch_chunked(q, p, x, y, 6, loss);
+  auto full = gctest::full_batch_chunked(q, p, x, y, 6, loss, gc::Precision::bf16);
   rec_q->grad_outputs.clear();
   rec_p->grad_outputs.clear();
   torch::manual_seed(5);
@@ -180,7 +159,7 @@ TEST(PrecisionCache, ReplayWithoutAutocastWouldBeCaught) {
   gc::Loss loss = gc::SimpleContrastiveLoss(gc::ContrastiveLossOptions().temperature(0.5));
   Fp32Replay broken({q, p}, 6, loss, gc::GradCacheOptions().precision(gc::Precision::bf16).retain_chunks(0));
   torch::manual_seed(5);
-  auto full = bf16_full_batch_chunked(q, p, x, y, 6, loss);
+  auto full = gctest::full_batch_chunked(q, p, x, y, 6, loss, gc::Precision::bf16);
   torch::manual_seed(5);
   auto params = params_of({q.ptr().get(), p.ptr().get()});
   zero_grads(params);
@@ -249,7 +228,7 @@ TEST(PrecisionCache, FunctionalCachedBf16) {
   auto x = torch::randn({12, 16}), y = torch::randn({12, 16});
   gc::Loss loss = gc::SimpleContrastiveLoss();
   torch::manual_seed(3);
-  auto full = bf16_full_batch_chunked(q, p, x, y, 6, loss);
+  auto full = gctest::full_batch_chunked(q, p, x, y, 6, loss, gc::Precision::bf16);
   auto params = params_of({q.ptr().get(), p.ptr().get()});
   zero_grads(params);
   torch::manual_seed(3);

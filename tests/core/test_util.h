@@ -83,6 +83,29 @@ inline void zero_grads(const std::vector<torch::Tensor>& params) {
   }
 }
 
+/// The full batch with every chunk's forward run with grad, in the cache's order and under its
+/// own autocast scope (so the generators hand out the same dropout masks and the casts are the
+/// cache's), fp32 representations (to_full_precision), one loss over all rows, times `scale`,
+/// and one backward. Returns the gradients of q's then p's parameters; they stay set.
+inline std::vector<torch::Tensor> full_batch_chunked(Mlp q, Mlp p, const torch::Tensor& x, const torch::Tensor& y,
+                                                     int64_t chunk, const gradcache::Loss& loss,
+                                                     gradcache::Precision precision = gradcache::Precision::fp32,
+                                                     c10::Device device = torch::kCPU, double scale = 1.0) {
+  auto params = params_of({q.ptr().get(), p.ptr().get()});
+  zero_grads(params);
+  std::vector<torch::Tensor> reps;
+  for (auto [model, input] : {std::make_pair(q, x), std::make_pair(p, y)}) {
+    std::vector<torch::Tensor> parts;
+    for (const auto& c : input.split(chunk, 0)) {
+      gradcache::AutocastScope scope(precision, device);
+      parts.push_back(model(c));
+    }
+    reps.push_back(gradcache::to_full_precision(torch::cat(parts, 0)));
+  }
+  (loss(reps, {}) * scale).backward();
+  return grads_of(params);
+}
+
 /// max |a - b| / max |b| over all tensors: the error relative to the largest gradient entry.
 /// (Per tensor would be ill-posed: some gradients are analytically zero, e.g. the output
 /// bias of a passage encoder under InfoNCE, and are then pure rounding noise.)

@@ -1,7 +1,7 @@
 // Damaged checkpoints are refused with a message naming the file and the entry, wherever they
 // are loaded (read_checkpoint_info, --resume, eval, load_checkpoint_bytes); sound ones load.
 #include "retriever/commands/evaluate_run.h"
-#include "retriever/files/atomic_file.h"
+#include "files/atomic_file.h"
 #include "tests/retriever/train_test_util.h"
 
 #include <gtest/gtest.h>
@@ -17,7 +17,7 @@ struct WeightBytes {
   std::string entry;
 };
 WeightBytes largest_weight(const std::string& path) {
-  const auto zip = gr::read_file(path);
+  const auto zip = gradcache::files::read_file(path);
   torch::Tensor largest;
   for (const auto& w : weights(path)) largest = !largest.defined() || w.numel() > largest.numel() ? w : largest;
   const std::string bytes(static_cast<const char*>(largest.data_ptr()), largest.nbytes());
@@ -59,7 +59,7 @@ bool contains(const std::string& text, const std::string& part) { return text.fi
 TEST(CheckpointIntegrity, AFlippedTensorByteIsRefusedByEveryLoader) {
   TempDir dir;
   const auto path = interrupted_run(dir);
-  const auto original = gr::read_file(path);
+  const auto original = gradcache::files::read_file(path);
   auto damaged = original;
   const auto weight = largest_weight(path);
   const size_t at = (weight.begin + weight.end) / 2;
@@ -80,7 +80,7 @@ TEST(CheckpointIntegrity, AFlippedTensorByteIsRefusedByEveryLoader) {
   options.resume = true;
   const auto resume_error = error_of([&] { gr::train(config, options); });
   EXPECT_TRUE(contains(resume_error, expected)) << resume_error;
-  EXPECT_TRUE(gr::read_file(path) == damaged) << "--resume must not re-save a damaged checkpoint";
+  EXPECT_TRUE(gradcache::files::read_file(path) == damaged) << "--resume must not re-save a damaged checkpoint";
   const auto bytes_error = error_of([&] { gr::load_checkpoint_bytes(damaged, "copy.pt"); });
   EXPECT_TRUE(contains(bytes_error, "checkpoint copy.pt is damaged: entry '" + weight.entry + "' fails its CRC check"))
       << bytes_error;
@@ -96,7 +96,7 @@ TEST(CheckpointIntegrity, AFlippedTensorByteIsRefusedByEveryLoader) {
 TEST(CheckpointIntegrity, TruncatedAndGarbageFilesAreRefusedWithAMessage) {
   TempDir dir;
   const auto path = interrupted_run(dir);
-  const auto original = gr::read_file(path);
+  const auto original = gradcache::files::read_file(path);
   for (size_t size : {original.size() - 1, original.size() / 2, size_t{100}}) {
     write(path, original.substr(0, size));
     const auto message = error_of([&] { gr::evaluate_checkpoint(eval_settings(dir)); });
@@ -121,7 +121,7 @@ TEST(CheckpointIntegrity, TruncatedAndGarbageFilesAreRefusedWithAMessage) {
 TEST(CheckpointIntegrity, LibTorchErrorsComeWithoutTheirBacktrace) {
   TempDir dir;
   const auto path = interrupted_run(dir);
-  auto renamed = gr::read_file(path);
+  auto renamed = gradcache::files::read_file(path);
   // Renaming an entry keeps every CRC valid (they cover the data only), but LibTorch then
   // misses its data.pkl and throws a c10::Error.
   for (size_t at = renamed.find("archive/data.pkl"); at != std::string::npos; at = renamed.find("archive/data.pkl", at)) {
@@ -147,7 +147,7 @@ TEST(CheckpointIntegrity, LibTorchErrorsComeWithoutTheirBacktrace) {
 TEST(CheckpointIntegrity, EveryFlippedByteIsAnsweredWithACheckpointError) {
   TempDir dir;
   const auto path = interrupted_run(dir);
-  const auto original = gr::read_file(path);
+  const auto original = gradcache::files::read_file(path);
   const auto weight = largest_weight(path);
   for (size_t at = 0; at < original.size(); at += original.size() / 300 + 1) {
     auto flipped = original;

@@ -2,10 +2,10 @@
 // and untied runs reproduce their encoders, .npy files and embeddings directories round-trip,
 // bad ones are named, and encoding shard by shard equals encoding at once.
 #include "retriever/commands/encode_corpus.h"
+#include "files/atomic_file.h"
+#include "files/staged_directory.h"
 #include "retriever/commands/export_run.h"
-#include "retriever/files/atomic_file.h"
 #include "retriever/files/npy.h"
-#include "retriever/files/staged_directory.h"
 #include "retriever/model/torchscript_export.h"
 #include "retriever/run/embeddings.h"
 #include "retriever/run/saved_encoder.h"
@@ -135,7 +135,7 @@ TEST(Export, DamagedOrMismatchedExportsAreRefused) {
   settings.output = dir / "export";
   gr::export_run(settings);
   const std::string json_path = settings.output + "/export.json", model_path = settings.output + "/model.pt";
-  const std::string good_json = gr::read_file(json_path), good_model = gr::read_file(model_path);
+  const std::string good_json = gradcache::files::read_file(json_path), good_model = gradcache::files::read_file(model_path);
   auto refused = [&](const std::string& expected) {
     const std::string error = error_of([&] { gr::load_exported_encoder(settings.output, "query"); });
     EXPECT_NE(error.find(expected), std::string::npos) << "expected \"" << expected << "\", got: " << error;
@@ -153,7 +153,7 @@ TEST(Export, DamagedOrMismatchedExportsAreRefused) {
            {"prefix_dim", 64, "\"prefix_dim\" 64 is not the export's width"}}) {
     auto edited = nlohmann::json::parse(good_json);
     edited[key] = value;
-    gr::write_file_atomic(json_path, edited.dump());
+    gradcache::files::write_file_atomic(json_path, edited.dump());
     refused(expected);
   }
   // The files export.json names are files of the export: not elsewhere, not of another type.
@@ -164,18 +164,18 @@ TEST(Export, DamagedOrMismatchedExportsAreRefused) {
            {5, "export.json: "}}) {
     auto edited = nlohmann::json::parse(good_json);
     edited["tokenizer"] = value;
-    gr::write_file_atomic(json_path, edited.dump());
+    gradcache::files::write_file_atomic(json_path, edited.dump());
     refused(expected);
   }
-  gr::write_file_atomic(json_path, good_json);
+  gradcache::files::write_file_atomic(json_path, good_json);
   // Bytes flipped through the archive: those inside entries (tensors, code) fail their CRC-32.
   std::string flipped = good_model;
   for (size_t i = 1; i <= 5; ++i) flipped[flipped.size() * i / 6] ^= 0x40;
-  gr::write_file_atomic(model_path, flipped);
+  gradcache::files::write_file_atomic(model_path, flipped);
   refused("is damaged");
-  gr::write_file_atomic(model_path, "not a zip archive at all");
+  gradcache::files::write_file_atomic(model_path, "not a zip archive at all");
   refused("is damaged");
-  gr::write_file_atomic(model_path, good_model);
+  gradcache::files::write_file_atomic(model_path, good_model);
   // The tokenizer of a run with more pieces than this model's embedding has rows.
   auto small = tiny_config(dir);
   small.tokenizer.vocab_size = 32;  // the fewest the texts allow (their characters)
@@ -185,7 +185,7 @@ TEST(Export, DamagedOrMismatchedExportsAreRefused) {
   settings.run = small.output.dir;
   settings.output = dir / "small_export";
   gr::export_run(settings);
-  gr::write_file_atomic(settings.output + "/tokenizer.model", gr::read_file(config.output.dir + "/tokenizer.model"));
+  gradcache::files::write_file_atomic(settings.output + "/tokenizer.model", gradcache::files::read_file(config.output.dir + "/tokenizer.model"));
   refused("cannot encode the ids of its tokenizer.model");
 }
 
@@ -207,7 +207,7 @@ TEST(Npy, RoundTripsFloat32AndFloat16) {
 TEST(Npy, BadFilesAreNamed) {
   TempDir dir;
   gr::write_npy(dir / "m.npy", torch::ones({4, 3}));
-  auto bytes = gr::read_file(dir / "m.npy");
+  auto bytes = gradcache::files::read_file(dir / "m.npy");
   write(dir / "truncated.npy", bytes.substr(0, bytes.size() - 1));
   write(dir / "text.npy", "hello");
   auto doubles = bytes;
@@ -250,7 +250,7 @@ TEST(Embeddings, DirectoriesRoundTripAndBadOnesAreNamed) {
     const auto error = error_of([&] { gr::read_embeddings(dir / "e"); });
     EXPECT_NE(error.find(message), std::string::npos) << "expected '" << message << "', got: " << error;
   };
-  const auto manifest = gr::read_file(dir / "e/manifest.json");
+  const auto manifest = gradcache::files::read_file(dir / "e/manifest.json");
   write(dir / "e/ids_00001.txt", "u\n");
   expect_error("ids_00001.txt: holds 1 ids for 2 rows");
   write(dir / "e/ids_00001.txt", "u\nv\n");
@@ -374,25 +374,25 @@ TEST(Encode, ShardsEqualOneEncodingAndAStopLeavesNothing) {
 TEST(OutputFiles, TemporaryNamesArePerProcessAndOneCommandWritesAnOutput) {
   TempDir dir;
   const std::string file = dir / "out.json";
-  EXPECT_EQ(gr::temporary_path(file), file + ".tmp-" + std::to_string(::getpid()));
+  EXPECT_EQ(gradcache::files::temporary_path(file), file + ".tmp-" + std::to_string(::getpid()));
   write(dir / "out.json.tmp-999999999", "torn");  // no process has this pid
   write(dir / "out.json.tmp-1", "live");          // init's: a live process's is left alone
   fs::create_directories(dir / "out.json.tmp-999999998");  // a directory: not one this program writes
-  gr::write_file_atomic(file, "whole");
-  EXPECT_EQ(gr::read_file(file), "whole");
+  gradcache::files::write_file_atomic(file, "whole");
+  EXPECT_EQ(gradcache::files::read_file(file), "whole");
   EXPECT_FALSE(fs::exists(dir / "out.json.tmp-999999999"));
   EXPECT_TRUE(fs::exists(dir / "out.json.tmp-1"));
   EXPECT_TRUE(fs::is_directory(dir / "out.json.tmp-999999998"));
-  EXPECT_FALSE(fs::exists(gr::temporary_path(file)));
+  EXPECT_FALSE(fs::exists(gradcache::files::temporary_path(file)));
 
   const std::string target = dir / "emb";
   {
-    gr::StagedDirectory first(target, "manifest.json", /*overwrite=*/false);
+    gradcache::files::StagedDirectory first(target, "manifest.json", /*overwrite=*/false);
     const pid_t child = ::fork();
     if (child == 0) {  // another command, encoding into the same output
       int code = 2;
       try {
-        gr::StagedDirectory second(target, "manifest.json", false);
+        gradcache::files::StagedDirectory second(target, "manifest.json", false);
       } catch (const std::exception& e) {
         const std::string expected = "--output " + target + " is being written by process " + std::to_string(::getppid());
         code = std::string(e.what()).rfind(expected, 0) == 0 ? 0 : 3;
@@ -409,7 +409,7 @@ TEST(OutputFiles, TemporaryNamesArePerProcessAndOneCommandWritesAnOutput) {
   // A directory that only looks like one ("emb.partial-notes") is somebody else's, and stays.
   fs::create_directories(target + ".partial-1");
   fs::create_directories(target + ".partial-notes");
-  gr::StagedDirectory third(target, "manifest.json", false);
+  gradcache::files::StagedDirectory third(target, "manifest.json", false);
   EXPECT_FALSE(fs::exists(target + ".partial-1"));
   EXPECT_TRUE(fs::is_directory(target + ".partial-notes"));
 }

@@ -1,8 +1,8 @@
 // Model selection on dev data: the held-out dev split, the choice of the best model and
 // --patience, and that a resumed run chooses as an uninterrupted one.
 #include "retriever/data/dev_split.h"
+#include "files/atomic_file.h"
 #include "retriever/data/passage_corpus.h"
-#include "retriever/files/atomic_file.h"
 #include "retriever/train/model_selection.h"
 #include "tests/retriever/train_test_util.h"
 
@@ -144,7 +144,7 @@ gr::TrainConfig selecting_config(const TempDir& dir, const std::string& output) 
 }
 
 nlohmann::json summary_selection(const TempDir& dir, const std::string& run) {
-  return nlohmann::json::parse(gr::read_file(dir / (run + "/summary.json"))).at("selection");
+  return nlohmann::json::parse(gradcache::files::read_file(dir / (run + "/summary.json"))).at("selection");
 }
 
 }  // namespace
@@ -192,7 +192,7 @@ TEST(ModelSelection, PatienceStopsTheRunEarly) {
   EXPECT_TRUE(result.stopped_early);
   EXPECT_FALSE(result.interrupted);
   EXPECT_EQ(result.progress.step, 6);  // evaluations at 2 (the best), 4 and 6
-  const auto summary = nlohmann::json::parse(gr::read_file(dir / "run/summary.json"));
+  const auto summary = nlohmann::json::parse(gradcache::files::read_file(dir / "run/summary.json"));
   EXPECT_EQ(summary.at("stopped_early"), true);
   EXPECT_EQ(summary.at("selection").at("best_step"), 2);
   EXPECT_TRUE(fs::exists(dir / "run/best.pt"));

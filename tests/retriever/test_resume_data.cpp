@@ -1,6 +1,6 @@
 // --resume and the training data: a changed file is named and refused, checkpoints of earlier
 // versions (no fingerprint) still resume, and the progress line counts the run's steps.
-#include "retriever/files/atomic_file.h"
+#include "files/atomic_file.h"
 #include "retriever/run/progress.h"
 #include "tests/retriever/train_test_util.h"
 
@@ -56,8 +56,8 @@ bool contains(const std::string& text, const std::string& part) { return text.fi
 TEST(ResumeData, AChangedTrainingFileIsRefusedNamingIt) {
   TempDir dir;
   const auto path = interrupted_run(dir);
-  const auto checkpoint = gr::read_file(path);
-  const auto original = gr::read_file(dir / "train.tsv");
+  const auto checkpoint = gradcache::files::read_file(path);
+  const auto original = gradcache::files::read_file(dir / "train.tsv");
   const auto size = std::to_string(original.size());
   auto edited = original;
   edited[edited.find("cat")] = 'b';  // same size, other content
@@ -73,7 +73,7 @@ TEST(ResumeData, AChangedTrainingFileIsRefusedNamingIt) {
   write_task(dir, 48);  // fewer lines: once a crash ("cannot create std::vector larger than max_size()")
   message = resume(dir).error;
   EXPECT_TRUE(contains(message, "--train-file " + dir / "train.tsv" + ": was " + size + " bytes")) << message;
-  EXPECT_EQ(gr::read_file(path), checkpoint) << "a refused resume must leave the checkpoint alone";
+  EXPECT_EQ(gradcache::files::read_file(path), checkpoint) << "a refused resume must leave the checkpoint alone";
 
   write(dir / "train.tsv", original);
   const auto resumed = resume(dir);
@@ -95,7 +95,7 @@ TEST(ResumeData, ACheckpointOfAnEarlierVersionResumesWithANotice) {
   EXPECT_EQ(info.progress.step, 4);
   ASSERT_TRUE(info.data.has_value()) << "the resumed run records the fingerprint";
   EXPECT_EQ(info.data->at(0).source, "--train-file");
-  EXPECT_EQ(info.data->at(0).size, gr::read_file(dir / "train.tsv").size());
+  EXPECT_EQ(info.data->at(0).size, gradcache::files::read_file(dir / "train.tsv").size());
 }
 
 // Without a fingerprint the change goes unnoticed until the saved position lies past the data.

@@ -2,7 +2,7 @@
 // full-batch backward over Phi's score matrix (encoder and Phi), the evaluation's re-ranking
 // orders the dense top K by Phi, and checkpoints carry Phi and its optimizer state.
 #include "retriever/config/train_config.h"
-#include "retriever/files/atomic_file.h"
+#include "files/atomic_file.h"
 #include "retriever/model/batching.h"
 #include "retriever/model/encoders.h"
 #include "retriever/run/build_model.h"
@@ -12,9 +12,9 @@
 #include "retriever/search/exact_top_k.h"
 #include "retriever/search/rerank.h"
 #include "retriever/train/training_step.h"
+#include "tests/core/test_util.h"
 #include "tests/retriever/step_batch.h"
 #include "tests/retriever/train_test_util.h"
-#include "tests/core/test_util.h"
 
 #include <gtest/gtest.h>
 #include <torch/torch.h>
@@ -221,12 +221,7 @@ TEST(SimilarityMlp, EvaluationReportsTheRerankedRowOnlyWithPhi) {
 namespace {
 
 gr::TrainConfig phi_config() {
-  gr::TrainConfig c;
-  c.tokenizer.vocab_size = 40;
-  c.encoder.dim = 16;
-  c.encoder.heads = 2;
-  c.encoder.layers = 1;
-  c.encoder.ffn_dim = 32;
+  gr::TrainConfig c = tiny_model_config();
   c.similarity.kind = gr::SimilarityKind::Mlp;
   c.similarity.hidden = 8;
   return c;
@@ -321,7 +316,7 @@ TEST(SimilarityMlp, TrainsThroughTheDualCacheAndResumesBitIdentically) {
   const auto straight = gr::train(config, quiet());
   ASSERT_TRUE(straight.trained && straight.trained_reranked);
   EXPECT_TRUE(std::isfinite(straight.final_loss));
-  const auto summary = nlohmann::json::parse(gr::read_file(dir / "straight/summary.json"));
+  const auto summary = nlohmann::json::parse(gradcache::files::read_file(dir / "straight/summary.json"));
   EXPECT_TRUE(summary.contains("trained_reranked")) << summary.dump();
 
   config.output.dir = dir / "interrupted";

@@ -1,7 +1,7 @@
 // Stopping on a signal (retriever/launch/stop_signal.h): run_stoppable's child process, and the
 // tokenizer's training in one (sentencepiece cannot look at a flag itself). The commands' phases
 // are stopped end to end by tests/cli/signals_test.sh.
-#include "retriever/files/atomic_file.h"
+#include "files/atomic_file.h"
 #include "retriever/launch/stop_signal.h"
 #include "retriever/model/tokenizer.h"
 #include "tests/retriever/text_test_util.h"
@@ -62,7 +62,7 @@ TEST(RunStoppable, SignalNamesAndAFailedWrite) {
   const int fd = ::open("/dev/null", O_RDONLY);
   ASSERT_GE(fd, 0);
   errno = 0;
-  EXPECT_FALSE(gradcache::retriever::write_all(fd, "abc", 3));
+  EXPECT_FALSE(gradcache::files::write_all(fd, "abc", 3));
   EXPECT_EQ(errno, EBADF);
   ::close(fd);
 }

@@ -1,5 +1,5 @@
 // Training runs end to end (small, seconds each): files, resume, modes, errors.
-#include "retriever/files/atomic_file.h"
+#include "files/atomic_file.h"
 #include "retriever/run/load_task.h"
 #include "retriever/train/training_state.h"
 #include "tests/retriever/train_test_util.h"
@@ -26,9 +26,9 @@ TEST(Trainer, WritesEverythingUnderOutputAndLearns) {
   EXPECT_EQ(result.progress.step, 30);
   EXPECT_EQ(result.trained->queries, 96u);
   EXPECT_GT(result.trained->mrr_at_10, result.untrained->mrr_at_10 + 0.1);
-  auto summary = nlohmann::json::parse(gr::read_file(dir / "run/summary.json"));
+  auto summary = nlohmann::json::parse(gradcache::files::read_file(dir / "run/summary.json"));
   EXPECT_EQ(summary.at("steps"), 30);
-  EXPECT_EQ(nlohmann::json::parse(gr::read_file(dir / "run/config.json")).at("batch_size"), 32);
+  EXPECT_EQ(nlohmann::json::parse(gradcache::files::read_file(dir / "run/config.json")).at("batch_size"), 32);
   std::ifstream metrics(dir / "run/metrics.jsonl");
   std::string line;
   int lines = 0;
@@ -109,9 +109,9 @@ TEST(Trainer, ARunWhoseUpdatesAreSkippedInARowStops) {
 TEST(Trainer, RefusesToOverwriteARunAndKeepsItIntact) {
   TempDir dir;
   auto config = two_step_run(dir);
-  const auto before = gr::read_file(dir / "run/checkpoint.pt");
+  const auto before = gradcache::files::read_file(dir / "run/checkpoint.pt");
   EXPECT_NE(error_of([&] { gr::train(config, quiet()); }).find("already holds a training run"), std::string::npos);
-  EXPECT_EQ(gr::read_file(dir / "run/checkpoint.pt"), before);
+  EXPECT_EQ(gradcache::files::read_file(dir / "run/checkpoint.pt"), before);
 
   auto changed = config;
   changed.batching.batch_size = 16;
@@ -119,7 +119,7 @@ TEST(Trainer, RefusesToOverwriteARunAndKeepsItIntact) {
   options.resume = true;
   const auto message = error_of([&] { gr::train(changed, options); });
   EXPECT_NE(message.find("batch_size: checkpoint has 32, now 16"), std::string::npos) << message;
-  EXPECT_EQ(gr::read_file(dir / "run/checkpoint.pt"), before);
+  EXPECT_EQ(gradcache::files::read_file(dir / "run/checkpoint.pt"), before);
 }
 
 TEST(Trainer, CorruptCheckpointIsRefusedAndLeftAlone) {
@@ -132,7 +132,7 @@ TEST(Trainer, CorruptCheckpointIsRefusedAndLeftAlone) {
   options.resume = true;
   EXPECT_NE(error_of([&] { gr::train(config, options); }).find("corrupt or not a gradcache checkpoint"),
             std::string::npos);
-  EXPECT_EQ(gr::read_file(dir / "run/checkpoint.pt"), "this is not a checkpoint");
+  EXPECT_EQ(gradcache::files::read_file(dir / "run/checkpoint.pt"), "this is not a checkpoint");
   EXPECT_NE(error_of([&] { gr::read_checkpoint_info(dir / "missing.pt"); }).find("no checkpoint at"), std::string::npos);
   options.resume = true;
   config.output.dir = dir / "empty";
@@ -172,7 +172,7 @@ TEST(Trainer, BadSettingsAndDataAreExplained) {
 TEST(Task, SkippedLinesAreCountedAndNamed) {
   TempDir dir;
   write_task(dir);
-  std::string text = gr::read_file(dir / "train.tsv");
+  std::string text = gradcache::files::read_file(dir / "train.tsv");
   write(dir / "some_bad.tsv", text + "only a query\n\tno query\nanother lone query\n");
   auto config = tiny_config(dir);
   config.data.train_file = dir / "some_bad.tsv";
@@ -193,7 +193,7 @@ TEST(Task, SkippedLinesAreCountedAndNamed) {
 TEST(Task, JudgementsOfUnknownIdsAreNotedAndNoUsableQueryIsRefused) {
   TempDir dir;
   write_task(dir);
-  write(dir / "some_unknown.txt", gr::read_file(dir / "qrels.txt") + "q500 0 d1 1\n");
+  write(dir / "some_unknown.txt", gradcache::files::read_file(dir / "qrels.txt") + "q500 0 d1 1\n");
   auto config = tiny_config(dir);
   config.data.eval_qrels = dir / "some_unknown.txt";
   const auto task = gr::load_task(config);
@@ -211,7 +211,7 @@ TEST(Task, JudgementsOfUnknownIdsAreNotedAndNoUsableQueryIsRefused) {
 TEST(Trainer, AFailedOverwriteLeavesTheOldRunAndABadMetricsPathIsRefused) {
   TempDir dir;
   auto config = two_step_run(dir);
-  const std::string metrics = gr::read_file((dir.path / "run" / "metrics.jsonl").string());
+  const std::string metrics = gradcache::files::read_file((dir.path / "run" / "metrics.jsonl").string());
   ASSERT_FALSE(metrics.empty());
 
   // --overwrite with a mistyped training file: the old run's metrics stay as they were.
@@ -219,7 +219,7 @@ TEST(Trainer, AFailedOverwriteLeavesTheOldRunAndABadMetricsPathIsRefused) {
   options.overwrite = true;
   config.data.train_file = dir / "trian.tsv";
   EXPECT_NE(error_of([&] { gr::train(config, options); }).find("trian.tsv"), std::string::npos);
-  EXPECT_EQ(gr::read_file((dir.path / "run" / "metrics.jsonl").string()), metrics);
+  EXPECT_EQ(gradcache::files::read_file((dir.path / "run" / "metrics.jsonl").string()), metrics);
 
   // --metrics-out in a missing directory, or onto a directory: refused before training.
   config = tiny_config(dir);
@@ -232,7 +232,7 @@ TEST(Trainer, AFailedOverwriteLeavesTheOldRunAndABadMetricsPathIsRefused) {
 
   // An existing file is replaced only with --overwrite, and an input of the run never (it was:
   // `--metrics-out data/pairs.jsonl` left one line of 64), whatever path names it.
-  const std::string train = gr::read_file(config.data.train_file);
+  const std::string train = gradcache::files::read_file(config.data.train_file);
   for (const auto& input : {config.data.train_file, (dir.path / "." / "train.tsv").string()}) {
     config.output.metrics_out = input;
     EXPECT_NE(error_of([&] { gr::train(config, options); }).find("is the command's --train-file"), std::string::npos);
@@ -240,11 +240,11 @@ TEST(Trainer, AFailedOverwriteLeavesTheOldRunAndABadMetricsPathIsRefused) {
   fs::create_symlink(dir.path / "queries.tsv", dir.path / "link.tsv");
   config.output.metrics_out = dir / "link.tsv";
   EXPECT_NE(error_of([&] { gr::train(config, options); }).find("is the command's --eval-queries"), std::string::npos);
-  EXPECT_EQ(gr::read_file(config.data.train_file), train);
+  EXPECT_EQ(gradcache::files::read_file(config.data.train_file), train);
   write(dir / "mine.jsonl", "{\"a\": 1}\n");
   config.output.metrics_out = dir / "mine.jsonl";
   EXPECT_NE(error_of([&] { gr::train(config, quiet()); }).find("exists; pass --overwrite"), std::string::npos);
-  EXPECT_EQ(gr::read_file(dir / "mine.jsonl"), "{\"a\": 1}\n");
+  EXPECT_EQ(gradcache::files::read_file(dir / "mine.jsonl"), "{\"a\": 1}\n");
 }
 
 namespace {
@@ -253,7 +253,7 @@ namespace {
 std::map<std::string, std::string> files_of(const fs::path& dir) {
   std::map<std::string, std::string> files;
   for (const auto& entry : fs::directory_iterator(dir))
-    files[entry.path().filename().string()] = entry.is_directory() ? "(directory)" : gr::read_file(entry.path().string());
+    files[entry.path().filename().string()] = entry.is_directory() ? "(directory)" : gradcache::files::read_file(entry.path().string());
   return files;
 }
 
@@ -300,7 +300,7 @@ TEST(Trainer, AFailedOverwriteLeavesEveryFileOfTheOldRun) {
   // name for it is a directory). The new run's files go, the old run's come back.
   auto longer = config;
   longer.training.steps = 3;
-  const std::string temporary = fs::path(gr::temporary_path((run / "checkpoint.pt").string())).filename().string();
+  const std::string temporary = fs::path(gradcache::files::temporary_path((run / "checkpoint.pt").string())).filename().string();
   fs::create_directory(run / temporary);
   EXPECT_NE(error_of([&] { gr::train(longer, options); }).find(temporary), std::string::npos);
   fs::remove(run / temporary);
@@ -325,15 +325,15 @@ TEST(Trainer, AFailedOverwriteLeavesEveryFileOfTheOldRun) {
   resume.resume = true;
   auto other = nlohmann::json::parse(before.at("config.json"));
   other["lr"] = 0.5;
-  gr::write_file_atomic((run / "config.json").string(), other.dump());
+  gradcache::files::write_file_atomic((run / "config.json").string(), other.dump());
   auto message = error_of([&] { gr::train(longer, resume); });
   EXPECT_NE(message.find("config.json is not from the run that saved checkpoint.pt"), std::string::npos) << message;
   EXPECT_NE(message.find("lr: checkpoint has"), std::string::npos) << message;
-  gr::write_file_atomic((run / "config.json").string(), after.at("config.json"));
-  gr::write_file_atomic((run / "tokenizer.model").string(), before.at("tokenizer.model") + "x");
+  gradcache::files::write_file_atomic((run / "config.json").string(), after.at("config.json"));
+  gradcache::files::write_file_atomic((run / "tokenizer.model").string(), before.at("tokenizer.model") + "x");
   message = error_of([&] { gr::train(longer, resume); });
   EXPECT_NE(message.find("tokenizer.model is not from the run"), std::string::npos) << message;
-  gr::write_file_atomic((run / "tokenizer.model").string(), after.at("tokenizer.model"));
+  gradcache::files::write_file_atomic((run / "tokenizer.model").string(), after.at("tokenizer.model"));
   EXPECT_EQ(gr::train(longer, resume).progress.step, 3);  // the files agree again: resumed (and finished)
 }
 
@@ -395,7 +395,7 @@ TEST(Trainer, AutomaticChunkSizesAreMeasuredOnceAndKeptOnResume) {
   const auto first = gr::train(config, options);
   EXPECT_GE(first.config.batching.chunk_size, 4);
   EXPECT_LT(first.config.batching.chunk_size, 32);
-  EXPECT_EQ(nlohmann::json::parse(gr::read_file(dir / "run/config.json")).at("chunk_size"),
+  EXPECT_EQ(nlohmann::json::parse(gradcache::files::read_file(dir / "run/config.json")).at("chunk_size"),
             first.config.batching.chunk_size);
   options.stop_after_steps = 0;
   options.resume = true;
@@ -414,7 +414,7 @@ TEST(Trainer, Bf16RunTrainsAndResumesBitIdentically) {
   config.output.dir = dir / "straight";
   auto straight = gr::train(config, quiet());
   EXPECT_TRUE(std::isfinite(straight.final_loss));
-  auto summary = nlohmann::json::parse(gr::read_file(dir / "straight/summary.json"));
+  auto summary = nlohmann::json::parse(gradcache::files::read_file(dir / "straight/summary.json"));
   EXPECT_EQ(summary.at("precision"), "bf16");
   EXPECT_EQ(gr::read_checkpoint_info(dir / "straight/checkpoint.pt").config.machine.precision,
             gradcache::Precision::bf16);

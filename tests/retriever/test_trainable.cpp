@@ -67,11 +67,7 @@ TEST(Trainable, BiasRuleIsSgptsAndTheEmbeddingsAreFoundByNameOrModule) {
   EXPECT_NE(message.find("--train-params is not a regular expression"), std::string::npos) << message;
 
   // The built-in encoder's embeddings are torch::nn::Embedding modules named "tokens" and "positions".
-  gr::TrainConfig c;
-  c.encoder.dim = 16;
-  c.encoder.heads = 2;
-  c.encoder.ffn_dim = 32;
-  c.tokenizer.vocab_size = 40;
+  const gr::TrainConfig c = train_test::tiny_model_config();
   gr::BiEncoder builtin = gr::build_model(c);
   const auto counts = gr::select_trainable(builtin, {"", true});
   for (const auto& kv : builtin.builtin_encoders()[0]->named_parameters()) {

@@ -55,17 +55,24 @@ inline void write_task(const TempDir& dir, int pairs = 96) {
   write(dir / "qrels.txt", qrels.str());
 }
 
-inline gr::TrainConfig tiny_config(const TempDir& dir) {
+// The tiny built-in encoder of the tests (vocabulary 40, dim 16, 2 heads, 1 layer, ffn 32);
+// every other setting at its default.
+inline gr::TrainConfig tiny_model_config() {
   gr::TrainConfig c;
-  c.data.train_file = dir / "train.tsv";
-  c.data.eval_corpus = dir / "corpus.tsv";
-  c.data.eval_queries = dir / "queries.tsv";
-  c.data.eval_qrels = dir / "qrels.txt";
   c.tokenizer.vocab_size = 40;
   c.encoder.dim = 16;
   c.encoder.heads = 2;
   c.encoder.layers = 1;
   c.encoder.ffn_dim = 32;
+  return c;
+}
+
+inline gr::TrainConfig tiny_config(const TempDir& dir) {
+  gr::TrainConfig c = tiny_model_config();
+  c.data.train_file = dir / "train.tsv";
+  c.data.eval_corpus = dir / "corpus.tsv";
+  c.data.eval_queries = dir / "queries.tsv";
+  c.data.eval_qrels = dir / "qrels.txt";
   c.batching.batch_size = 32;
   c.batching.chunk_size = 8;
   c.batching.sub_batch_size = 8;

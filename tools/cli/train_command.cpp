@@ -4,8 +4,8 @@
 #include "commands.h"
 #include "setting_flags.h"
 
+#include "files/atomic_file.h"
 #include "retriever/config/similarity_settings.h"
-#include "retriever/files/atomic_file.h"
 #include "retriever/launch/local_launcher.h"
 #include "retriever/launch/torchrun.h"
 #include "retriever/model/encode_all.h"

@@ -19,6 +19,10 @@ Linear linear(torch::nn::Module& parent, const std::string& name, int64_t in, in
   return parent.register_module(name, Linear(in, out, bias));
 }
 
+torch::nn::LayerNorm layer_norm(torch::nn::Module& parent, const std::string& name, int64_t size, double eps) {
+  return parent.register_module(name, torch::nn::LayerNorm(torch::nn::LayerNormOptions({size}).eps(eps)));
+}
+
 void initialise_weights(torch::nn::Module& model, double std) {
   c10::NoGradGuard no_grad;
   // Without the model itself: a constructor calls this before a shared_ptr holds the model.

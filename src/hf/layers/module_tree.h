@@ -5,6 +5,7 @@
 #include <gradcache/hf/linear.h>
 
 #include <torch/nn/module.h>
+#include <torch/nn/modules/normalization.h>
 
 #include <cstdint>
 #include <memory>
@@ -19,6 +20,9 @@ std::shared_ptr<torch::nn::Module> scope(torch::nn::Module& parent, const std::s
 
 /// hf::Linear(in, out, bias) (nn.Linear, able to carry a LoRA adapter) registered as `name` under `parent`.
 Linear linear(torch::nn::Module& parent, const std::string& name, int64_t in, int64_t out, bool bias = true);
+
+/// torch::nn::LayerNorm over `size` features (with weight and bias) registered as `name` under `parent`.
+torch::nn::LayerNorm layer_norm(torch::nn::Module& parent, const std::string& name, int64_t size, double eps);
 
 /// transformers' _init_weights: Linear and Embedding weights normal(0, std), biases 0, norms'
 /// weights 1 and biases 0 (the parameters of a Norm, LayerNorm or RMSNorm). Loading a checkpoint

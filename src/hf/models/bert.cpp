@@ -25,8 +25,7 @@ using detail::maybe_dropout;
 using detail::scope;
 
 torch::nn::LayerNorm layer_norm(torch::nn::Module& parent, const BertConfig& config) {
-  return parent.register_module(
-      "LayerNorm", torch::nn::LayerNorm(torch::nn::LayerNormOptions({config.hidden_size()}).eps(config.layer_norm_eps())));
+  return detail::layer_norm(parent, "LayerNorm", config.hidden_size(), config.layer_norm_eps());
 }
 
 }  // namespace

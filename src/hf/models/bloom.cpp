@@ -10,6 +10,7 @@
 #include "hf/layers/alibi.h"
 #include "hf/layers/attention.h"
 #include "hf/layers/module_tree.h"
+#include "hf/layers/token_inputs.h"
 
 #include <ATen/ATen.h>
 #include <torch/csrc/autograd/custom_function.h>
@@ -29,8 +30,7 @@ using torch::autograd::AutogradContext;
 using torch::autograd::variable_list;
 
 torch::nn::LayerNorm layer_norm(torch::nn::Module& parent, const char* name, const BloomConfig& config) {
-  return parent.register_module(
-      name, torch::nn::LayerNorm(torch::nn::LayerNormOptions({config.hidden_size()}).eps(config.layer_norm_epsilon())));
+  return detail::layer_norm(parent, name, config.hidden_size(), config.layer_norm_epsilon());
 }
 
 // bloom_gelu_forward and bloom_gelu_back, operation for operation (transformers' GeLUFunction:
@@ -147,18 +147,9 @@ class BloomModelImpl : public TransformerBackbone {
 
  private:
   void check_inputs(const at::Tensor& ids, const at::Tensor& mask, const at::Tensor& types) const {
-    TORCH_CHECK(ids.dim() == 2 && (ids.scalar_type() == at::kLong || ids.scalar_type() == at::kInt),
-                "BloomModel: input_ids must be int64 or int32 [batch, tokens], got ", ids.scalar_type(), " ", ids.sizes());
-    TORCH_CHECK(mask.sizes() == ids.sizes(), "BloomModel: attention_mask ", mask.sizes(), " does not match input_ids ", ids.sizes());
-    TORCH_CHECK(ids.size(1) <= max_tokens(), "BloomModel: ", ids.size(1), " tokens, more than ", max_tokens(),
-                ": truncate the texts");
-    TORCH_CHECK(!types.defined() || types.numel() == 0 || !types.ne(0).any().item<bool>(),
-                "BloomModel: the model has no token types, yet token_type_ids holds nonzero ones");
-    if (ids.numel() == 0) return;
-    const int64_t low = ids.min().item<int64_t>(), high = ids.max().item<int64_t>();
-    TORCH_CHECK(low >= 0 && high < config_.vocab_size(), "BloomModel: token id ", low < 0 ? low : high,
-                " is outside the vocabulary of ", config_.vocab_size(), " pieces (a tokenizer of another model?)");
+    detail::check_token_inputs("BloomModel", ids, mask, types, config_.vocab_size(), max_tokens());
   }
+
 
   BloomConfig config_;
   torch::nn::Embedding word_embeddings_{nullptr};

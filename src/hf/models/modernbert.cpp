@@ -12,6 +12,7 @@
 #include "hf/layers/attention.h"
 #include "hf/layers/feed_forward.h"
 #include "hf/layers/module_tree.h"
+#include "hf/layers/token_inputs.h"
 #include "hf/layers/norm.h"
 #include "hf/layers/rotary.h"
 
@@ -187,21 +188,10 @@ class ModernBertModelImpl : public TransformerBackbone {
   }
 
   void check_inputs(const at::Tensor& ids, const at::Tensor& mask, const at::Tensor& types) const {
-    TORCH_CHECK(ids.dim() == 2 && (ids.scalar_type() == at::kLong || ids.scalar_type() == at::kInt),
-                "modernbert: input_ids must be int64 or int32 [batch, tokens], got ", ids.scalar_type(), " ",
-                ids.sizes());
-    TORCH_CHECK(mask.sizes() == ids.sizes(), "modernbert: attention_mask ", mask.sizes(), " does not match input_ids ",
-                ids.sizes());
-    TORCH_CHECK(ids.size(1) <= config_.max_position_embeddings(), "modernbert: ", ids.size(1),
-                " tokens, more than max_position_embeddings (", config_.max_position_embeddings(),
-                "): truncate the texts");
-    TORCH_CHECK(!types.defined() || types.numel() == 0 || !types.ne(0).any().item<bool>(),
-                "modernbert: the model has no token types, yet token_type_ids holds nonzero ones");
-    if (ids.numel() == 0) return;
-    const int64_t low = ids.min().item<int64_t>(), high = ids.max().item<int64_t>();
-    TORCH_CHECK(low >= 0 && high < config_.vocab_size(), "modernbert: token id ", low < 0 ? low : high,
-                " is outside the vocabulary of ", config_.vocab_size(), " pieces (a tokenizer of another model?)");
+    detail::check_token_inputs("modernbert", ids, mask, types, config_.vocab_size(),
+                               config_.max_position_embeddings());
   }
+
 
   ModernBertConfig config_;
   detail::RotaryEmbedding global_rotary_, local_rotary_;

@@ -12,6 +12,7 @@
 #include "hf/layers/embeddings.h"
 #include "hf/layers/feed_forward.h"
 #include "hf/layers/module_tree.h"
+#include "hf/layers/token_inputs.h"
 #include "hf/layers/relative_position.h"
 
 #include <ATen/ATen.h>
@@ -28,8 +29,7 @@ using detail::maybe_dropout;
 using detail::scope;
 
 torch::nn::LayerNorm layer_norm(torch::nn::Module& parent, const MPNetConfig& config) {
-  return parent.register_module(
-      "LayerNorm", torch::nn::LayerNorm(torch::nn::LayerNormOptions({config.hidden_size()}).eps(config.layer_norm_eps())));
+  return detail::layer_norm(parent, "LayerNorm", config.hidden_size(), config.layer_norm_eps());
 }
 
 class MPNetLayerImpl : public torch::nn::Module {
@@ -138,19 +138,9 @@ class MPNetModelImpl : public TransformerBackbone {
 
  private:
   void check_inputs(const at::Tensor& ids, const at::Tensor& mask, const at::Tensor& types) const {
-    TORCH_CHECK(ids.dim() == 2 && (ids.scalar_type() == at::kLong || ids.scalar_type() == at::kInt),
-                "MPNetModel: input_ids must be int64 or int32 [batch, tokens], got ", ids.scalar_type(), " ", ids.sizes());
-    TORCH_CHECK(mask.sizes() == ids.sizes(), "MPNetModel: attention_mask ", mask.sizes(), " does not match input_ids ", ids.sizes());
-    TORCH_CHECK(ids.size(1) <= max_tokens(), "MPNetModel: ", ids.size(1), " tokens, more than the ", max_tokens(),
-                " positions of the model (max_position_embeddings ", config_.max_position_embeddings(),
-                "): truncate the texts (max_seq_length)");
-    TORCH_CHECK(!types.defined() || types.numel() == 0 || !types.ne(0).any().item<bool>(),
-                "MPNetModel: the model has no token types, yet token_type_ids holds nonzero ones");
-    if (ids.numel() == 0) return;
-    const int64_t low = ids.min().item<int64_t>(), high = ids.max().item<int64_t>();
-    TORCH_CHECK(low >= 0 && high < config_.vocab_size(), "MPNetModel: token id ", low < 0 ? low : high,
-                " is outside the vocabulary of ", config_.vocab_size(), " pieces (a tokenizer of another model?)");
+    detail::check_token_inputs("MPNetModel", ids, mask, types, config_.vocab_size(), max_tokens());
   }
+
 
   MPNetConfig config_;
   detail::LearnedEmbeddings embeddings_{nullptr};

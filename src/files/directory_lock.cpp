@@ -1,4 +1,4 @@
-#include "detail/directory_lock.h"
+#include "files/directory_lock.h"
 
 #include <fcntl.h>
 #include <sys/file.h>
@@ -13,7 +13,7 @@
 #include <stdexcept>
 #include <utility>
 
-namespace gradcache::detail {
+namespace gradcache::files {
 namespace {
 
 // The process holding a flock on the inode `inode`, from /proc/locks ("1: FLOCK ADVISORY WRITE
@@ -92,4 +92,4 @@ DirectoryLock& DirectoryLock::operator=(DirectoryLock&& other) noexcept {
   return *this;
 }
 
-}  // namespace gradcache::detail
+}  // namespace gradcache::files

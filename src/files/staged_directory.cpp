@@ -1,6 +1,7 @@
-#include "detail/staged_directory.h"
+#include "files/staged_directory.h"
 
-#include <signal.h>
+#include "files/leftovers.h"
+
 #include <unistd.h>
 
 #include <cerrno>
@@ -13,7 +14,7 @@
 #include <utility>
 
 namespace gradcache {
-namespace detail {
+namespace files {
 namespace fs = std::filesystem;
 
 StagedDirectory::StagedDirectory(std::string target, std::string marker, bool overwrite, std::string flag)
@@ -78,22 +79,6 @@ void StagedDirectory::remove_stale_partials() const {
                                ": wait for it to end, or stop it, or choose another " + flag_);
     fs::remove_all(it->path(), ignored);
   }
-}
-
-void remove_dead_processes_entries(const std::string& dir, const std::string& prefix) {
-  std::error_code error;
-  for (fs::directory_iterator it(dir, error), end; !error && it != end; it.increment(error)) {
-    if (!names_dead_process(it->path().filename().string(), prefix)) continue;
-    std::error_code ignored;
-    fs::remove_all(it->path(), ignored);
-  }
-}
-
-bool names_dead_process(const std::string& name, const std::string& prefix) {
-  if (name.rfind(prefix, 0) != 0) return false;
-  const std::string pid = name.substr(prefix.size(), name.find('-', prefix.size()) - prefix.size());
-  if (pid.empty() || pid.find_first_not_of("0123456789") != std::string::npos || pid.size() > 9) return false;
-  return ::kill(static_cast<pid_t>(std::stol(pid)), 0) != 0 && errno == ESRCH;
 }
 
 namespace {
@@ -166,5 +151,5 @@ void StagedDirectory::commit() {
   }
 }
 
-}  // namespace detail
+}  // namespace files
 }  // namespace gradcache

@@ -6,7 +6,7 @@
 #include <string>
 
 namespace gradcache {
-namespace detail {
+namespace files {
 
 /// "<path>.tmp-<pid>": where this process writes `path` before renaming it into place. The name
 /// is this process's own, so two processes writing one file never write into each other's
@@ -50,5 +50,5 @@ std::string read_file(const std::string& path);
 /// reader of a user's file asks this before opening it.
 std::string regular_file_problem(const std::string& path);
 
-}  // namespace detail
+}  // namespace files
 }  // namespace gradcache

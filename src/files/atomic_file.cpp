@@ -1,6 +1,6 @@
-#include "detail/atomic_file.h"
+#include "files/atomic_file.h"
 
-#include "detail/staged_directory.h"
+#include "files/leftovers.h"
 
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -15,7 +15,7 @@
 #include <stdexcept>
 
 namespace gradcache {
-namespace detail {
+namespace files {
 namespace {
 
 std::runtime_error io_error(const std::string& what, const std::string& path) {
@@ -68,14 +68,9 @@ std::string temporary_path(const std::string& path) {
   const fs::path target(path);
   const std::string prefix = target.filename().string() + ".tmp-";
   // Files only: this program writes no directory under such a name, so a directory there is
-  // somebody else's. Errors are ignored: a leftover that cannot go is only space.
-  std::error_code error;
-  for (fs::directory_iterator it(target.has_parent_path() ? target.parent_path() : fs::path("."), error), end;
-       !error && it != end; it.increment(error)) {
-    std::error_code ignored;
-    if (names_dead_process(it->path().filename().string(), prefix) && !it->is_directory(ignored))
-      fs::remove(it->path(), ignored);
-  }
+  // somebody else's.
+  remove_dead_processes_entries(target.has_parent_path() ? target.parent_path().string() : ".", prefix,
+                                LeftoverKind::files_only);
   return path + ".tmp-" + std::to_string(::getpid());
 }
 
@@ -153,5 +148,5 @@ std::string read_file(const std::string& path) {
   return bytes.str();
 }
 
-}  // namespace detail
+}  // namespace files
 }  // namespace gradcache

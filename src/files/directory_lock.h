@@ -7,7 +7,7 @@
 
 #include <string>
 
-namespace gradcache::detail {
+namespace gradcache::files {
 
 class DirectoryLock {
  public:
@@ -34,4 +34,4 @@ class DirectoryLock {
   int fd_ = -1;
 };
 
-}  // namespace gradcache::detail
+}  // namespace gradcache::files

@@ -3,12 +3,12 @@
 // gradcache::hf::SentenceTransformer::save).
 #pragma once
 
-#include "detail/directory_lock.h"
+#include "files/directory_lock.h"
 
 #include <string>
 
 namespace gradcache {
-namespace detail {
+namespace files {
 
 /// A directory written under "<target>.partial-<pid>" and renamed to `target` by commit(), so
 /// that an interrupted or failed command leaves no directory that looks finished: until
@@ -54,14 +54,5 @@ class StagedDirectory {
   bool committed_ = false;
 };
 
-/// Whether `name` is "<prefix><pid>" or "<prefix><pid>-<anything>" for a process that no longer
-/// exists: a leftover of a killed command, which no destructor removed (a live process's is a
-/// concurrent command's).
-bool names_dead_process(const std::string& name, const std::string& prefix);
-
-/// Removes (recursively) the entries of `dir` that names_dead_process(name, prefix) calls a dead
-/// process's. Errors are ignored: a leftover that cannot go is only space.
-void remove_dead_processes_entries(const std::string& dir, const std::string& prefix);
-
-}  // namespace detail
+}  // namespace files
 }  // namespace gradcache

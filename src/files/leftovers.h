@@ -1,0 +1,24 @@
+// What a killed command leaves: files and directories named after its process id
+// ("NAME.tmp-PID", "OUT.partial-PID", "gradcache-PID-..."), which no destructor removed. The
+// next command that writes there removes them; a live process's are a concurrent command's.
+#pragma once
+
+#include <string>
+
+namespace gradcache::files {
+
+/// Whether `name` is "<prefix><pid>" or "<prefix><pid>-<anything>" for a process that no longer
+/// exists.
+bool names_dead_process(const std::string& name, const std::string& prefix);
+
+/// What remove_dead_processes_entries may remove: a caller that writes only files under its
+/// names leaves a directory so named alone (it is somebody else's).
+enum class LeftoverKind { files_only, files_and_directories };
+
+/// Removes the entries of `dir` that names_dead_process(name, prefix) calls a dead process's
+/// (directories recursively, when `kind` allows them). Errors are ignored: a leftover that
+/// cannot go is only space.
+void remove_dead_processes_entries(const std::string& dir, const std::string& prefix,
+                                   LeftoverKind kind = LeftoverKind::files_and_directories);
+
+}  // namespace gradcache::files
