@@ -44,7 +44,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   torch::NoGradGuard no_grad;
   auto model = side == "query" ? encoder->model.query_model() : encoder->model.passage_model();
   const at::Tensor vectors = model(gradcache::ModelInput(batch)).toTensor();
-  const auto dim = nlohmann::json::parse(files::read_file(dir + "/export.json")).at("dim").get<int64_t>();
+  const auto dim = nlohmann::json::parse(gradcache::files::read_file(dir + "/export.json")).at("dim").get<int64_t>();
   fuzz::check(vectors.dim() == 2 && vectors.size(0) == 1 && vectors.size(1) == dim, "one vector of \"dim\"");
   fuzz::check(torch::isfinite(vectors).all().item<bool>(), "a finite vector");
   return 0;
