@@ -48,10 +48,10 @@ class RunDirectory {
   /// the tokenizer file beside it are that checkpoint's run's. Metrics lines after the
   /// checkpoint's step are dropped (the run logs them again).
   CheckpointInfo resume(const TrainConfig& requested, int world_size);
-  /// A new run, once everything has been checked (writer only): writes `files` (name, content)
+  /// A new run, once everything has been checked (writer only): writes `named_files` (name, content)
   /// to temporary files, so that a full disk fails here with the old run untouched; moves the
   /// earlier run's files aside; then puts the new ones in place.
-  void claim(const std::vector<std::pair<std::string, std::string>>& files);
+  void claim(const std::vector<std::pair<std::string, std::string>>& named_files);
   /// Where this process may write a file before the claim (a tokenizer it trains): a scratch
   /// file outside the output directory, removed with this object.
   std::string scratch_path(const std::string& name);

@@ -1,6 +1,8 @@
-// What a killed command leaves: files and directories named after its process id
-// ("NAME.tmp-PID", "OUT.partial-PID", "gradcache-PID-..."), which no destructor removed. The
-// next command that writes there removes them; a live process's are a concurrent command's.
+// What a killed command leaves: files and directories named after its process id, which no
+// destructor removed: an atomic write's "NAME.tmp-PID", scratch space's "gradcache-PID-...", a
+// replaced run's ".replaced-PID". The next command that writes there removes them; a live
+// process's are a concurrent command's. (A staged directory's "OUT.partial-PID" is told by its
+// lock instead, since pids are reused: files/staged_directory.h.)
 #pragma once
 
 #include <string>
