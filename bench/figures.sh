@@ -32,7 +32,8 @@
 #                15 min; not in the default list)
 #   sorting      docs/figures/length_sorting.json: the program with and without length sorting (2 min)
 #   data-scale   docs/figures/data_scale.json: peak RSS and start-up of `gradcache train` on synthetic pair
-#                files of 10^5, 10^6 and 10^7 pairs (bench/data_scale.py; 10 min; not in the default list)
+#                files of 10^5 to 5x10^7 pairs, and 10^6 pairs as TSV, JSONL, Parquet and Arrow
+#                (bench/data_scale.py; 20 min, 4 GB of scratch; not in the default list)
 #   prefetch     docs/figures/prefetch.json: all-MiniLM-L6-v2's step with batches tokenized in the step and
 #                ahead on a background thread (bench/prefetch.py; 5 min)
 #   nproc        docs/figures/main_nproc.log: the main job with --nproc 1 and --nproc auto (bench/main_nproc.sh;
@@ -113,7 +114,7 @@ for part in "${parts[@]}"; do
     sorting)
       python3 bench/length_sorting.py --out docs/figures/length_sorting.json ;;
     data-scale)
-      python3 bench/data_scale.py --out docs/figures/data_scale.json ;;
+      .venv/bin/python bench/data_scale.py --out docs/figures/data_scale.json ;;
     prefetch)
       .venv/bin/python bench/prefetch.py --out docs/figures/prefetch.json ;;
     nproc)

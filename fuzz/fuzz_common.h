@@ -102,6 +102,13 @@ inline void check_text(std::string_view text, const char* what) {
         what, "not trimmed");
 }
 
+/// A training example as every reader must give it: trimmed non-empty texts, a positive.
+inline void check_train_example(const gradcache::retriever::TrainExample& example) {
+  check_text(example.query, "query");
+  check(!example.positives.empty(), "at least one positive");
+  for (const std::string& text : example.positives) check_text(text, "positive");
+  for (const std::string& text : example.negatives) check_text(text, "negative");
+}
 inline void check_stats(const gradcache::retriever::ReadStats& stats, gradcache::retriever::OnBadLine on_bad) {
   check(stats.records + stats.skipped <= stats.lines, "records + skipped <= lines");
   check(stats.skipped_examples.size() == std::min(stats.skipped, gradcache::retriever::ReadStats::kMaxSkippedExamples),

@@ -24,12 +24,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   try {
     examples = read_train_examples(path, choice.on_bad, &stats);
     fuzz::check(!examples.empty() && examples.size() == stats.records, "examples == records");
-    for (const TrainExample& example : examples) {
-      fuzz::check_text(example.query, "query");
-      fuzz::check(!example.positives.empty(), "at least one positive");
-      for (const std::string& text : example.positives) fuzz::check_text(text, "positive");
-      for (const std::string& text : example.negatives) fuzz::check_text(text, "negative");
-    }
+    for (const TrainExample& example : examples) fuzz::check_train_example(example);
   } catch (const DataError& error) {
     fuzz::check_message(error.what());
   }

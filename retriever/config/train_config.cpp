@@ -6,7 +6,11 @@
 #include "retriever/config/matryoshka_settings.h"
 #include "retriever/config/model_selection_settings.h"
 #include "retriever/config/similarity_settings.h"
+#include "retriever/data/arrow_data.h"
+#include "retriever/data/data_files.h"
+#include "retriever/data/dataset_mix.h"
 #include "retriever/data/text_data.h"
+#include "retriever/files/comma_items.h"
 
 #include <gradcache/precision.h>
 
@@ -24,8 +28,21 @@ using Table = SettingsTable<TrainConfig>;
 void add_data_settings(Table& t) {
   const char* group = "Data";
   t.add(nested_field("train_file", &TrainConfig::data, &DataSettings::train_file, "--train-file",
-                     "Training pairs: JSONL {query, positives, negatives} or TSV query<TAB>positive[<TAB>negative...]; "
-                     "default: WordNet")
+                     "Training pairs: JSONL {query, positives, negatives}, TSV query<TAB>positive[<TAB>negative...], "
+                     "Parquet, Arrow, a datasets save_to_disk directory or a directory of .parquet/.arrow shards; "
+                     "several, comma-separated, are mixed by --mix; default: WordNet")
+            .in_group(group));
+  t.add(nested_field("mix", &TrainConfig::data, &DataSettings::mix, "--mix",
+                     "Several --train-file data sets: each batch from one of them, proportional (each one's full "
+                     "batches once an epoch, shuffled), round-robin (one of each in turn, until the smallest is "
+                     "spent) or weights, one per data set (e.g. 3,1)")
+            .hint("RULE")
+            .in_group(group));
+  t.add(nested_field("columns", &TrainConfig::data, &DataSettings::columns, "--columns",
+                     "Parquet/Arrow training data: the query, positive and negative columns, in that order (e.g. "
+                     "anchor,positive,negative); default: query with positives/positive_passages (and negatives), "
+                     "else every column in order, as sentence-transformers takes them")
+            .hint("NAMES")
             .in_group(group));
   t.add(nested_field("wordnet_dir", &TrainConfig::data, &DataSettings::wordnet_dir, "--wordnet-dir",
                      "WordNet 3.0 database (Debian: wordnet-base)")
@@ -42,6 +59,38 @@ void add_data_settings(Table& t) {
   t.add(nested_choice_field("on_bad_line", &TrainConfig::data, &DataSettings::on_bad_line, "--on-bad-line",
                             "What a malformed input line does: error or skip", on_bad_line_names())
             .in_group(group));
+  t.add_check([](const TrainConfig& c) -> std::string {
+    const auto files = training_files(c.data.train_file);
+    if (files.size() > 1) {
+      try {
+        parse_mix(c.data.mix, files.size());
+      } catch (const std::invalid_argument& e) {
+        return e.what();
+      }
+      for (const auto& file : files)
+        if (file.empty()) return "--train-file " + c.data.train_file + " has an empty name between its commas";
+      if (c.selection.dev_fraction > 0)
+        return "--dev-fraction holds out pairs of one data set: with several --train-file, give --dev-queries and "
+               "--dev-qrels";
+      if (c.training.keep_last)
+        return "--keep-last keeps a short last batch, but with several --train-file every batch is a full one of one "
+               "data set: leave it out";
+    } else if (c.data.mix != "proportional") {
+      return "--mix " + c.data.mix + " mixes several data sets: give --train-file A,B,...";
+    }
+    return "";
+  });
+  t.add_check([](const TrainConfig& c) -> std::string {
+    if (c.data.columns.empty()) return "";
+    const auto files = training_files(c.data.train_file);
+    if (c.data.train_file.empty() ||
+        std::none_of(files.begin(), files.end(), [](const std::string& f) { return is_arrow_data(f); }))
+      return "--columns names the columns of Parquet or Arrow training data (--train-file); a JSONL or TSV file's "
+             "fields are fixed";
+    for (const auto& name : comma_items(c.data.columns))
+      if (name.empty()) return "--columns has an empty name: give QUERY,POSITIVE[,NEGATIVE...]";
+    return "";
+  });
 }
 
 // The contrastive loss and how the streaming losses tile it.

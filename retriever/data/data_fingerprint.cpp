@@ -1,6 +1,8 @@
 #include "retriever/data/data_fingerprint.h"
 
 #include "files/atomic_file.h"
+#include "retriever/data/arrow_data.h"
+#include "retriever/data/data_files.h"
 
 #include <zlib.h>
 
@@ -43,7 +45,23 @@ std::string describe(const FileFingerprint& f) {
 }  // namespace
 
 DataFingerprint fingerprint_training_data(const DataSettings& data) {
-  if (!data.train_file.empty()) return {fingerprint_file("--train-file", data.train_file)};
+  if (!data.train_file.empty()) {
+    // Resuming matches files by source: each is told apart, a data set by its name among
+    // several (--mix), a dataset directory's shards by theirs.
+    DataFingerprint fingerprint;
+    const auto files = training_files(data.train_file);
+    const auto names = training_file_names(files);
+    for (size_t i = 0; i < files.size(); ++i) {
+      const std::string source = files.size() == 1 ? "--train-file" : "--train-file " + names[i];
+      if (!std::filesystem::is_directory(files[i])) {
+        fingerprint.push_back(fingerprint_file(source, files[i]));
+        continue;
+      }
+      for (const auto& shard : arrow_data_files(files[i]))
+        fingerprint.push_back(fingerprint_file(source + " shard " + std::filesystem::path(shard).filename().string(), shard));
+    }
+    return fingerprint;
+  }
   DataFingerprint fingerprint;
   for (const char* name : {"data.noun", "data.verb", "data.adj", "data.adv"}) {  // what load_wordnet reads
     const auto path = (std::filesystem::path(data.wordnet_dir) / name).string();

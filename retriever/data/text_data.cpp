@@ -129,17 +129,56 @@ std::vector<std::string> passage_list(const json& list, const char* key, std::ve
   return texts;
 }
 
+// sentence-transformers' column names, in the order tried: an anchor (the query) and its positive,
+// one string each; negatives under "negative" (a string or a list) and "negative_1", "negative_2", ...
+constexpr std::pair<const char*, const char*> kSentenceTransformersPairs[] = {
+    {"anchor", "positive"}, {"query", "positive"}, {"query", "answer"}, {"question", "answer"}, {"sentence1", "sentence2"}};
+
+std::optional<TrainExample> sentence_transformers_example(const json& object) {
+  for (const auto& [query_key, positive_key] : kSentenceTransformersPairs) {
+    const json* query = find_key(object, query_key);
+    const json* positive = find_key(object, positive_key);
+    if (!query || !positive) continue;
+    TrainExample example;
+    example.query = nonempty_string(*query, std::string("\"") + query_key + "\"");
+    example.positives.push_back(nonempty_string(*positive, std::string("\"") + positive_key + "\""));
+    example.positive_ids.emplace_back();
+    if (const json* negative = find_key(object, "negative")) {
+      if (negative->is_array()) {
+        example.negatives = passage_list(*negative, "negative");
+      } else {
+        example.negatives.push_back(nonempty_string(*negative, "\"negative\""));
+      }
+    }
+    for (int i = 1;; ++i) {
+      const std::string key = "negative_" + std::to_string(i);
+      const json* negative = find_key(object, key.c_str());
+      if (!negative) break;
+      example.negatives.push_back(nonempty_string(*negative, "\"" + key + "\""));
+    }
+    return example;
+  }
+  return std::nullopt;
+}
+
 TrainExample train_example_from_json(const std::string& line) {
   const json object = parse_json_object(line);
+  if (!find_key(object, "positives") && !find_key(object, "positive_passages")) {
+    if (auto example = sentence_transformers_example(object)) return std::move(*example);
+  }
   TrainExample example;
   const json* query = find_key(object, "query");
-  if (!query) throw BadLine{"missing \"query\""};
+  if (!query)
+    throw BadLine{"missing \"query\" (or sentence-transformers' \"anchor\" and \"positive\", \"query\" and "
+                  "\"answer\", \"sentence1\" and \"sentence2\")"};
   example.query = nonempty_string(*query, "\"query\"");
   example.query_id = optional_id(object, {"query_id", "qid"});
 
   const char* key = nullptr;
   const json* positives = find_either(object, "positives", "positive_passages", &key);
-  if (!positives) throw BadLine{"missing \"positives\" (or \"positive_passages\")"};
+  if (!positives)
+    throw BadLine{"missing \"positives\" (or \"positive_passages\"; or sentence-transformers' \"anchor\" and "
+                  "\"positive\", \"query\" and \"answer\", \"sentence1\" and \"sentence2\")"};
   example.positives = passage_list(*positives, key, &example.positive_ids);
   if (example.positives.empty()) throw BadLine{std::string("no positives: \"") + key + "\" is empty"};
 

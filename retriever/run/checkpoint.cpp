@@ -18,8 +18,8 @@ namespace gradcache {
 namespace retriever {
 namespace {
 
-constexpr const char* kFormat = "gradcache-retriever-checkpoint";
-constexpr int64_t kVersion = 1;
+constexpr const char* kCheckpointFormat = "gradcache-retriever-checkpoint";
+constexpr int64_t kCheckpointVersion = 1;
 
 // Bytes travel as uint8 tensors: the archive's strings must be valid UTF-8.
 torch::Tensor to_tensor(const std::string& bytes) {
@@ -82,11 +82,11 @@ torch::serialize::InputArchive open_archive(const std::string& bytes, const std:
     check(false, "checkpoint ", name, " is corrupt or not a gradcache checkpoint (", error_message(e), ")");
   }
   c10::IValue format;
-  check(archive.try_read("format", format) && format.isString() && format.toStringRef() == kFormat, "checkpoint ",
+  check(archive.try_read("format", format) && format.isString() && format.toStringRef() == kCheckpointFormat, "checkpoint ",
         name, " is not a gradcache retriever checkpoint");
   c10::IValue version;
-  check(archive.try_read("version", version) && version.isInt() && version.toInt() == kVersion, "checkpoint ", name,
-        " has format version ", version.isInt() ? version.toInt() : -1, "; this gradcache reads version ", kVersion);
+  check(archive.try_read("version", version) && version.isInt() && version.toInt() == kCheckpointVersion, "checkpoint ", name,
+        " has format version ", version.isInt() ? version.toInt() : -1, "; this gradcache reads version ", kCheckpointVersion);
   return archive;
 }
 
@@ -123,8 +123,8 @@ void save_checkpoint(const std::string& path, const CheckpointInfo& info, const 
                      torch::optim::Optimizer& optimizer, const GeneratorStates& generators,
                      const GradScaler* scaler) {
   torch::serialize::OutputArchive archive;
-  archive.write("format", c10::IValue(std::string(kFormat)));
-  archive.write("version", c10::IValue(kVersion));
+  archive.write("format", c10::IValue(std::string(kCheckpointFormat)));
+  archive.write("version", c10::IValue(kCheckpointVersion));
   archive.write("config", to_tensor(nlohmann::json(info.config).dump()));
   archive.write("tokenizer", to_tensor(info.tokenizer));
   // The model directory as an absolute path, written by the run's first save (in the directory it

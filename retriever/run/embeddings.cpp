@@ -18,8 +18,8 @@ namespace retriever {
 namespace {
 namespace fs = std::filesystem;
 
-constexpr const char* kFormat = "gradcache-embeddings";
-constexpr int kVersion = 1;
+constexpr const char* kEmbeddingsFormat = "gradcache-embeddings";
+constexpr int kEmbeddingsVersion = 1;
 
 std::string shard_name(const char* stem, size_t index, const char* extension) {
   char name[64];
@@ -64,11 +64,11 @@ std::string shard_file(const std::string& dir, const nlohmann::json& name, const
 
 // The manifest's layout (embeddings.h), with sizes that fit in memory's arithmetic.
 void check_manifest(const nlohmann::json& manifest, const std::string& path) {
-  if (!manifest.is_object() || manifest.value("format", "") != kFormat)
-    fail_embeddings(path, std::string("not a manifest of gradcache embeddings (\"format\" is not \"") + kFormat + "\")");
-  if (manifest.value("version", 0) != kVersion)
+  if (!manifest.is_object() || manifest.value("format", "") != kEmbeddingsFormat)
+    fail_embeddings(path, std::string("not a manifest of gradcache embeddings (\"format\" is not \"") + kEmbeddingsFormat + "\")");
+  if (manifest.value("version", 0) != kEmbeddingsVersion)
     fail_embeddings(path, "version " + manifest.value("version", nlohmann::json()).dump() + " is not supported (expected " +
-                   std::to_string(kVersion) + ")");
+                   std::to_string(kEmbeddingsVersion) + ")");
   // At most 2^40 rows and 2^20 dimensions: their products and sums cannot overflow.
   auto count = [&](const nlohmann::json& object, const char* key, const std::string& where, int64_t most) {
     const auto it = object.find(key);
@@ -135,7 +135,7 @@ void EmbeddingsWriter::add_shard(const std::vector<std::string>& ids, const at::
 }
 
 nlohmann::json EmbeddingsWriter::finish(const nlohmann::json& about) {
-  nlohmann::json manifest = {{"format", kFormat}, {"version", kVersion},       {"rows", rows_},
+  nlohmann::json manifest = {{"format", kEmbeddingsFormat}, {"version", kEmbeddingsVersion},       {"rows", rows_},
                              {"dim", std::max<int64_t>(dim_, 0)}, {"dtype", dtype_name(dtype_)}, {"shards", shards_}};
   for (const auto& item : about.items()) manifest[item.key()] = item.value();
   files::write_file_atomic((fs::path(dir_) / "manifest.json").string(), manifest.dump(2) + "\n");

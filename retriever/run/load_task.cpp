@@ -3,6 +3,7 @@
 #include "retriever/data/data_files.h"
 #include "retriever/data/dev_split.h"
 #include "retriever/data/wordnet.h"
+#include "retriever/files/comma_items.h"
 
 namespace gradcache::retriever {
 namespace {
@@ -29,14 +30,21 @@ EvalData user_dev_data(const TrainConfig& config, std::shared_ptr<const Training
 TaskData load_task(const TrainConfig& config, const std::string& split) {
   TaskData task;
   const auto on_bad = config.data.on_bad_line;
-  const DataFiles read(on_bad, task.notices);
+  const DataFiles read(on_bad, task.notices, comma_items(config.data.columns));
   if (config.data.train_file.empty()) {
     auto pairs = load_training_pairs("", config.data.wordnet_dir, read);
     task.train = examples_in_memory(std::move(pairs.examples));
     if (config.eval.enabled) task.eval = wordnet_split(*pairs.wordnet, split);
     if (config.selection.eval_every > 0) task.dev = wordnet_split(*pairs.wordnet, "dev");
   } else {
-    task.train = read.indexed_train_examples(config.data.train_file);
+    const auto files = training_files(config.data.train_file);
+    if (files.size() == 1) {
+      task.train = read.indexed_train_examples(files.front());
+    } else {  // several data sets, each indexed, one after the other (--mix draws each batch from one)
+      std::vector<std::shared_ptr<const TrainingExamples>> parts;
+      for (const auto& file : files) parts.push_back(read.indexed_train_examples(file));
+      task.train = concatenated_examples(std::move(parts), training_file_names(files));
+    }
     if (config.eval.enabled && !config.data.eval_corpus.empty()) {
       task.eval = read_eval_files({config.data.eval_corpus, config.data.eval_queries, config.data.eval_qrels}, on_bad,
                                   task.notices);

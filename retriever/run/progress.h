@@ -15,6 +15,7 @@ struct StepRecord {
   /// Where the step's time went, wall seconds: making the batch's tensors, the training step's
   /// phases (TrainingStep::last_times), and clipping + the optimizer's update.
   double collate_s = 0, forward_s = 0, loss_s = 0, backward_s = 0, update_s = 0;
+  std::string dataset;  ///< the data set of the step's batch, with several (--mix); else ""
 };
 
 /// Peak resident memory of this process so far, in MiB.

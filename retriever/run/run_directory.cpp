@@ -326,7 +326,7 @@ void RunDirectory::write(const std::string& name, const std::string& content) co
 }
 
 void RunDirectory::append_metrics(const StepRecord& r) {
-  append_line(nlohmann::json{{"step", r.step},
+  nlohmann::json line{{"step", r.step},
                              {"epoch", r.epoch},
                              {"loss", r.loss},
                              {"lr", r.lr},
@@ -338,8 +338,9 @@ void RunDirectory::append_metrics(const StepRecord& r) {
                                {"forward", r.forward_s},
                                {"loss_step", r.loss_s},  // not "loss": one key of that name per line
                                {"backward", r.backward_s},
-                               {"update", r.update_s}}}}
-                  .dump());
+                               {"update", r.update_s}}}};
+  if (!r.dataset.empty()) line["dataset"] = r.dataset;
+  append_line(line.dump());
 }
 
 void RunDirectory::append_dev_metrics(int64_t step, const nlohmann::json& metrics) {

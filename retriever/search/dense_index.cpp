@@ -1,4 +1,5 @@
 #include "retriever/search/dense_index.h"
+#include "retriever/search/tensor_shape.h"
 
 #include "retriever/model/encode_all.h"
 
@@ -25,12 +26,6 @@ namespace {
 // Measured on the WordNet test split (docs/figures/search.json, bench/search_bench.cpp): FAISS's
 // IndexFlatIP is the faster exact search on the CPU.
 constexpr const char* kFasterExactOnCpu = "flat";
-
-std::string shape_of(const at::Tensor& t) {
-  std::ostringstream out;
-  out << t.sizes();
-  return out.str();
-}
 
 void check_matrix(const at::Tensor& t, const char* name) {
   if (!t.defined() || t.dim() != 2 || !t.is_floating_point()) {

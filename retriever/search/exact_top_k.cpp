@@ -1,4 +1,5 @@
 #include "retriever/search/exact_top_k.h"
+#include "retriever/search/tensor_shape.h"
 
 #include <ATen/TensorOperators.h>
 #include <ATen/ops/arange.h>
@@ -14,12 +15,6 @@
 
 namespace gradcache::retriever {
 namespace {
-
-std::string shape_of(const at::Tensor& t) {
-  std::ostringstream out;
-  out << t.sizes();
-  return out.str();
-}
 
 void check_embeddings(const at::Tensor& t, const char* name) {
   if (!t.defined()) throw std::invalid_argument(std::string("exact_top_k: ") + name + " is an undefined tensor");

@@ -103,7 +103,7 @@ void TrainingRun::check_resumed_position() const {
 // measured on the first batch, for each side. Chosen once: a resumed run keeps them.
 void TrainingRun::choose_chunk_sizes() {
   if (!config_.batching.chunk_size_auto || resumed_) return;
-  const auto first = data_->prepare_batch(epoch_order(data_->size(), config_.training.seed, 0), 0, 0);
+  const auto first = data_->prepare_batch(EpochOrder::shuffled(data_->size(), config_.training.seed, 0), 0, 0);
   GradCacheOptions options;
   options.split_input_fn(split_and_trim).precision(model_->precision());
   // Probe with the longest texts first: chunks are the first rows, and the longest cost most.

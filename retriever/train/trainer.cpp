@@ -103,7 +103,7 @@ void TrainingRun::record_step(StepRecord record, double loss, size_t pairs, doub
 
 void TrainingRun::train_loop() {
   // The batches of the current epoch, prepared --prefetch ahead on a thread that shares `order`.
-  std::shared_ptr<const std::vector<int64_t>> order;
+  std::shared_ptr<const EpochOrder> order;
   std::optional<BatchPrefetch> batches;
   int64_t order_epoch = -1;
   const int64_t first_step = progress_state_.step;
@@ -116,7 +116,7 @@ void TrainingRun::train_loop() {
     }
     if (order_epoch != progress_state_.epoch) {  // a permutation per epoch, the same on resume
       batches.reset();
-      order = std::make_shared<const std::vector<int64_t>>(
+      order = std::make_shared<const EpochOrder>(
           data_->order_of_epoch(progress_state_.epoch, [this](const std::string& text) { log(text); }));
       order_epoch = progress_state_.epoch;
       batches.emplace([data = data_.get(), order, epoch = order_epoch](int64_t b) { return data->prepare_batch(*order, b, epoch); },
@@ -129,6 +129,7 @@ void TrainingRun::train_loop() {
     const auto passages = on_device(batch.passages, device_);
     const auto& examples = batch.examples;
     times.collate_s = seconds_since(step_start);
+    times.dataset = batch.dataset;
     const double loss = train_step(queries, passages, progress_state_.step, times);
     const double step_seconds = seconds_since(step_start);
     ++progress_state_.step;
@@ -248,6 +249,10 @@ void TrainingRun::write_summary() {
     summary["trained_reranked"] = to_json(*result_.trained_reranked);
     summary["rerank_k"] = config_.similarity.rerank_k;
   }
+  if (const auto counts = data_->batches_per_dataset(progress_state_.step); !counts.empty()) {
+    auto& per_dataset = summary["batches_per_dataset"] = nlohmann::json::object();  // several --train-file
+    for (const auto& [name, batches] : counts) per_dataset[name] = batches;
+  }
   directory_->write("summary.json", summary.dump(2) + "\n");
 }
 
@@ -275,8 +280,7 @@ TrainResult TrainingRun::execute() {
   build_step();
 
   const auto n = static_cast<int64_t>(data_->size());
-  const int64_t batch = config_.batching.batch_size;
-  steps_per_epoch_ = config_.training.keep_last ? (n + batch - 1) / batch : n / batch;
+  steps_per_epoch_ = data_->batches_per_epoch(config_.training.keep_last);
   result_.total_steps = count_steps();
   check_resumed_position();
   log("training on " + std::to_string(n) + " examples: " + std::to_string(result_.total_steps) + " steps of " +

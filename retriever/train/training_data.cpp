@@ -18,22 +18,6 @@
 namespace gradcache {
 namespace retriever {
 
-uint64_t mix_seed(uint64_t x) {
-  x += 0x9e3779b97f4a7c15ULL;
-  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
-  return x ^ (x >> 31);
-}
-
-// Fisher-Yates with mt19937_64 (std::shuffle's algorithm is implementation-defined).
-std::vector<int64_t> epoch_order(size_t n, uint64_t seed, int64_t epoch) {
-  std::vector<int64_t> order(n);
-  std::iota(order.begin(), order.end(), 0);
-  std::mt19937_64 rng(mix_seed(seed ^ mix_seed(static_cast<uint64_t>(epoch) + 1)));
-  for (size_t i = n; i > 1; --i) std::swap(order[i - 1], order[rng() % i]);
-  return order;
-}
-
 TrainingData::TrainingData(const TrainConfig& config, const TokenizerSource& tokenizer, BatchShare share,
                            const std::function<void(const std::string&)>& log)
     : config_(config), share_(share) {
@@ -41,6 +25,17 @@ TrainingData::TrainingData(const TrainConfig& config, const TokenizerSource& tok
   for (const auto& notice : task.notices) log(notice);
   examples_ = task.train;
   if (!examples_ || examples_->size() == 0) throw std::invalid_argument("no training examples");
+  datasets_ = examples_->parts();
+  if (datasets_.size() > 1) {
+    mix_ = parse_mix(config_.data.mix, datasets_.size());
+    for (const auto& dataset : datasets_) {
+      if (dataset.size < static_cast<size_t>(config_.batching.batch_size))
+        throw std::invalid_argument("the data set " + dataset.name + " has " + std::to_string(dataset.size) +
+                                    " examples, fewer than a batch (--batch-size " +
+                                    std::to_string(config_.batching.batch_size) +
+                                    "): each batch is drawn from one data set; lower --batch-size or leave it out");
+    }
+  }
   check_negatives();
   stop_if_signalled(tokenizer.stop);
   load_tokenizer(tokenizer, log);
@@ -137,7 +132,7 @@ void TrainingData::check_negatives() const {
   }
 }
 
-PreparedBatch TrainingData::prepare_batch(const std::vector<int64_t>& order, int64_t batch_in_epoch,
+PreparedBatch TrainingData::prepare_batch(const EpochOrder& order, int64_t batch_in_epoch,
                                           int64_t epoch) const {
   const auto batch_size = static_cast<uint64_t>(config_.batching.batch_size);
   if (batch_in_epoch < 0 || static_cast<uint64_t>(batch_in_epoch) * batch_size >= order.size()) {
@@ -146,7 +141,10 @@ PreparedBatch TrainingData::prepare_batch(const std::vector<int64_t>& order, int
                             " examples make fewer batches of " + std::to_string(batch_size));
   }
   const auto begin = static_cast<size_t>(batch_in_epoch) * batch_size;
-  const std::vector<int64_t> batch(order.begin() + begin, order.begin() + std::min(order.size(), begin + batch_size));
+  std::vector<int64_t> batch;
+  for (size_t i = begin; i < std::min<size_t>(order.size(), begin + batch_size); ++i) batch.push_back(order[i]);
+  PreparedBatch prepared;
+  if (datasets_.size() > 1) prepared.dataset = datasets_[order.dataset_of(begin)].name;
   const auto query_max_len = static_cast<size_t>(config_.tokenizer.query_max_len);
   // examples[i] and queries[i] are batch[i]'s; positions index them. Sorted by query length
   // (less padding per chunk) unless in accumulate mode, where the order decides which examples
@@ -170,7 +168,6 @@ PreparedBatch TrainingData::prepare_batch(const std::vector<int64_t>& order, int
   positions = std::vector<int64_t>(positions.begin() + n * share_.rank / share_.world,
                                    positions.begin() + n * (share_.rank + 1) / share_.world);
   for (const int64_t position : positions) read(static_cast<size_t>(position));
-  PreparedBatch prepared;
   std::vector<std::vector<int64_t>> passages;
   const auto passage_max_len = static_cast<size_t>(config_.tokenizer.passage_max_len);
   for (const int64_t position : positions) {
@@ -208,12 +205,31 @@ std::vector<const std::string*> TrainingData::drawn_passages(const TrainExample&
   return drawn;
 }
 
-std::vector<int64_t> TrainingData::order_of_epoch(int64_t epoch, const std::function<void(const std::string&)>& log) const {
-  std::vector<int64_t> order = epoch_order(size(), config_.training.seed, epoch);
+EpochOrder TrainingData::order_of_epoch(int64_t epoch, const std::function<void(const std::string&)>& log) const {
+  const uint64_t seed = config_.training.seed;
+  if (datasets_.size() == 1) return dataset_order(size(), 0, seed, epoch, "", log);
+  std::vector<EpochOrder> orders;
+  std::vector<size_t> offsets;
+  size_t offset = 0;
+  for (size_t d = 0; d < datasets_.size(); ++d) {  // each its own order: seeds apart
+    orders.push_back(dataset_order(datasets_[d].size, offset, mix_seed(seed ^ mix_seed(0x64617461ULL + d)), epoch,
+                                   datasets_[d].name, log));
+    offsets.push_back(offset);
+    offset += datasets_[d].size;
+  }
+  return EpochOrder::mixed(std::move(orders), std::move(offsets),
+                           mix_schedule(full_batches_per_dataset(), mix_, seed, epoch),
+                           static_cast<size_t>(config_.batching.batch_size));
+}
+
+EpochOrder TrainingData::dataset_order(size_t n, size_t offset, uint64_t seed, int64_t epoch, const std::string& name,
+                                       const std::function<void(const std::string&)>& log) const {
+  EpochOrder order = EpochOrder::shuffled(n, seed, epoch);
   if (!config_.training.no_duplicates) return order;
   OrderWithoutDuplicates rearranged =
-      without_duplicate_texts(order, config_.batching.batch_size, [&](int64_t e) {
+      without_duplicate_texts(order.all(), config_.batching.batch_size, [&](int64_t local) {
         // A text's id is its hash: equal texts, query or passage, are one text.
+        const int64_t e = static_cast<int64_t>(offset) + local;
         const TrainExample example = examples_->at(static_cast<size_t>(e));
         std::vector<int64_t> texts;
         for (const std::string* text : drawn_passages(example, e, epoch))
@@ -221,13 +237,37 @@ std::vector<int64_t> TrainingData::order_of_epoch(int64_t epoch, const std::func
         texts.push_back(static_cast<int64_t>(fnv1a64(example.query)));
         return texts;
       });
-  std::string told = "epoch " + std::to_string(epoch + 1) + ": --no-duplicates put " +
-                     std::to_string(rearranged.moved) + " examples in a later batch";
+  std::string told = "epoch " + std::to_string(epoch + 1) + (name.empty() ? "" : ", data set " + name) +
+                     ": --no-duplicates put " + std::to_string(rearranged.moved) + " examples in a later batch";
   if (rearranged.batches_with_duplicates > 0)
     told += "; its last " + std::to_string(rearranged.batches_with_duplicates) +
             " batches are what was left and may hold a text twice";
   log(told);
-  return std::move(rearranged.order);
+  return EpochOrder::held(rearranged.order);
+}
+
+std::vector<size_t> TrainingData::full_batches_per_dataset() const {
+  std::vector<size_t> batches;
+  for (const auto& dataset : datasets_) batches.push_back(dataset.size / static_cast<size_t>(config_.batching.batch_size));
+  return batches;
+}
+
+int64_t TrainingData::batches_per_epoch(bool keep_last) const {
+  const auto n = static_cast<int64_t>(size()), batch = config_.batching.batch_size;
+  if (datasets_.size() > 1) return static_cast<int64_t>(mixed_batches_per_epoch(full_batches_per_dataset(), mix_));
+  return keep_last ? (n + batch - 1) / batch : n / batch;
+}
+
+std::vector<std::pair<std::string, int64_t>> TrainingData::batches_per_dataset(int64_t steps) const {
+  std::vector<std::pair<std::string, int64_t>> counts;
+  if (datasets_.size() < 2) return counts;
+  for (const auto& dataset : datasets_) counts.emplace_back(dataset.name, 0);
+  const int64_t per_epoch = batches_per_epoch(false);
+  for (int64_t epoch = 0; per_epoch > 0 && epoch * per_epoch < steps; ++epoch) {
+    const auto schedule = mix_schedule(full_batches_per_dataset(), mix_, config_.training.seed, epoch);
+    for (int64_t b = 0; b < per_epoch && epoch * per_epoch + b < steps; ++b) ++counts[schedule[static_cast<size_t>(b)].dataset].second;
+  }
+  return counts;
 }
 
 }  // namespace retriever

@@ -11,6 +11,7 @@
 # (where a kill lands within a step still varies with the machine's speed).
 # KILL_RESUME_MODEL_DIR=DIR does it all with a pretrained model (train --model-dir DIR);
 # KILL_RESUME_FLAGS="--mode full" (or "--mode accumulate", "--precision bf16") with other settings.
+# KILL_RESUME_MIX=1: the tiny task as two data sets (TSV and JSONL) mixed by --mix 2,1.
 set -u
 bin=$1
 compare=$2
@@ -29,6 +30,15 @@ write_tiny_task "$work"
 # built-in encoder and its tokenizer.
 if [ -n "${KILL_RESUME_MODEL_DIR:-}" ]; then
   tiny_flags=(--model-dir "$KILL_RESUME_MODEL_DIR" --train-file "$work/train.tsv" --batch-size 16 --chunk-size 8 --eval false)
+fi
+if [ -n "${KILL_RESUME_MIX:-}" ]; then
+  head -n 56 "$work/train.tsv" >"$work/first.tsv"
+  tail -n +57 "$work/train.tsv" | python3 -c 'import json, sys
+for line in sys.stdin:
+    q, p = line.rstrip("\n").split("\t")
+    print(json.dumps({"query": q, "positives": [p]}))' >"$work/second.jsonl"
+  [ "${tiny_flags[0]}" = --train-file ] || fail "tiny_task.sh's flags no longer start with --train-file"
+  tiny_flags=(--train-file "$work/first.tsv,$work/second.jsonl" --mix 2,1 "${tiny_flags[@]:2}")
 fi
 # shellcheck disable=SC2206  # KILL_RESUME_FLAGS is a list of words
 train=("$bin" train "${tiny_flags[@]}" ${KILL_RESUME_FLAGS:-} --steps $steps --log-every 1)
@@ -80,7 +90,8 @@ reference, resumed = ([json.loads(line) for line in open(path)] for path in sys.
 steps = [m["step"] for m in resumed]
 assert steps == list(range(1, len(reference) + 1)), f"resumed run's metrics steps: {steps}"
 for a, b in zip(reference, resumed):
-    assert a["loss"] == b["loss"] and a["lr"] == b["lr"], f"step {a['step']}: {a} vs {b}"
+    assert a["loss"] == b["loss"] and a["lr"] == b["lr"] and a.get("dataset") == b.get("dataset"), \
+        f"step {a['step']}: {a} vs {b}"
 EOF
 echo "killed $kills times and resumed: the final model, optimizer and generator states are bit-identical" \
   "to the uninterrupted run's, and the metrics hold each step once with its loss"

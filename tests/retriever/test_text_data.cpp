@@ -148,6 +148,33 @@ TEST(TrainExamples, TevatronKeysAndJsonExtension) {
   EXPECT_EQ(examples[0].negatives, (Strings{"Macbeth a tragedy", "unrelated"}));
 }
 
+TEST(TrainExamples, SentenceTransformersColumnNames) {
+  TempDir dir;
+  const auto path = dir.write(
+      "train.jsonl",
+      "{\"anchor\": \"a1\", \"positive\": \"p1\", \"negative\": \"n1\"}\n"
+      "{\"anchor\": \"a2\", \"positive\": \"p2\", \"negative_1\": \"n2\", \"negative_2\": \"n3\", \"label\": 1}\n"
+      "{\"query\": \"q3\", \"answer\": \" p3 \"}\n"
+      "{\"sentence1\": \"s1\", \"sentence2\": \"s2\", \"negative\": [\"x\", \"y\"]}\n"
+      "{\"anchor\": \"a5\", \"positive\": \"\"}\n"
+      "{\"anchor\": \"a6\"}\n");
+  ReadStats stats;
+  const auto examples = read_train_examples(path, OnBadLine::Skip, &stats);
+  ASSERT_EQ(examples.size(), 4u);
+  EXPECT_EQ(examples[0].query, "a1");
+  EXPECT_EQ(examples[0].positives, (Strings{"p1"}));
+  EXPECT_EQ(examples[0].negatives, (Strings{"n1"}));
+  EXPECT_EQ(examples[1].negatives, (Strings{"n2", "n3"}));
+  EXPECT_EQ(examples[2].query, "q3");
+  EXPECT_EQ(examples[2].positives, (Strings{"p3"}));
+  EXPECT_EQ(examples[3].query, "s1");
+  EXPECT_EQ(examples[3].negatives, (Strings{"x", "y"}));
+  ASSERT_EQ(stats.skipped_examples.size(), 2u);
+  EXPECT_NE(stats.skipped_examples[0].find("\"positive\" is empty"), std::string::npos) << stats.skipped_examples[0];
+  EXPECT_NE(stats.skipped_examples[1].find("sentence-transformers' \"anchor\" and \"positive\""), std::string::npos)
+      << stats.skipped_examples[1];
+}
+
 TEST(TrainExamples, TsvWithNegativesBomAndCrlf) {
   TempDir dir;
   const auto path = dir.write("train.tsv",

@@ -98,3 +98,24 @@ TEST(TrainingExamples, AFileWrittenToAfterIndexingIsRefusedOneReplacedIsNotRead)
   dir.write("pairs.tsv", "changed\tlines\nand\tmore of them\n");
   expect_data_error([&] { again->at(0); }, path, 0, "the file changed while this run was training on it");
 }
+
+TEST(TrainingExamples, AnIndexLargerThanWhatIsHeldReadsBackFromItsScratchFile) {
+  // Beyond 2^16 records the offsets go to an unlinked scratch file (the process does not grow with
+  // the data): every record reads back, on both sides of the boundary and in a subset across it.
+  TempDir dir;
+  constexpr size_t kRecords = (size_t{1} << 16) + 3000;
+  std::string tsv;
+  for (size_t i = 0; i < kRecords; ++i) tsv += "q" + std::to_string(i) + "\tp" + std::to_string(i) + "\n";
+  const auto indexed = index_train_file(dir.write("many.tsv", tsv));
+  ASSERT_EQ(indexed->size(), kRecords);
+  for (const size_t i : {size_t{0}, (size_t{1} << 16) - 1, size_t{1} << 16, (size_t{1} << 16) + 1, kRecords - 1}) {
+    EXPECT_EQ(indexed->at(i).query, "q" + std::to_string(i));
+    EXPECT_EQ(indexed->at(i).positives, (Strings{"p" + std::to_string(i)}));
+  }
+  const auto subset = indexed->subset({kRecords - 1, 5, size_t{1} << 16});
+  EXPECT_EQ(subset->at(0).query, "q" + std::to_string(kRecords - 1));
+  EXPECT_EQ(subset->at(1).query, "q5");
+  EXPECT_EQ(subset->at(2).query, "q" + std::to_string(size_t{1} << 16));
+  EXPECT_THROW(indexed->at(kRecords), std::out_of_range);
+  EXPECT_THROW(indexed->subset({kRecords}), std::out_of_range);
+}
