@@ -36,15 +36,13 @@ bool is_arrow_data(const std::string& path);
 /// naming a listed file that is missing, a state.json that does not read, or an empty directory.
 std::vector<std::string> arrow_data_files(const std::string& path);
 
-/// Whether this build reads Arrow-family data (it was built with pyarrow's C++ libraries).
-bool arrow_reading_built();
-
 /// Writes each row of `path`'s files as one JSONL line (read_train_examples' layout) to `out`,
 /// in order. A bad row (a null or empty text, invalid UTF-8, no positive) is a DataError naming
 /// the file and row (1-based, counted over that file), or counted and skipped with
 /// OnBadLine::Skip; `stats` counts rows as lines. A file that Arrow cannot read (truncated,
 /// corrupt, another format), a missing column or one of a type that holds no text throws
-/// DataError naming the file, the columns found and --columns. Returns the rows written.
+/// DataError naming the file, the columns found and --columns; so does a build without
+/// pyarrow's C++ libraries, saying so. Returns the rows written.
 size_t write_arrow_examples_as_jsonl(const std::string& path, const std::vector<std::string>& columns,
                                      OnBadLine on_bad, ReadStats& stats, std::FILE* out);
 

@@ -103,11 +103,11 @@ std::vector<std::string> arrow_data_files(const std::string& path) {
 
 #ifndef GRADCACHE_WITH_ARROW
 // A build without pyarrow's C++ libraries (CMake found none) says so when such data are given.
-bool arrow_reading_built() { return false; }
-
 size_t write_arrow_examples_as_jsonl(const std::string& path, const std::vector<std::string>&, OnBadLine, ReadStats&,
                                      std::FILE*) {
-  throw DataError(path, 0, "this gradcache was built without Apache Arrow: run scripts/setup.sh and build again");
+  throw DataError(path, 0,
+                  "this gradcache was built without Apache Arrow (pyarrow's C++ libraries were not found): run "
+                  "scripts/setup.sh and build again, or give the data as JSONL");
 }
 #endif
 

@@ -351,8 +351,6 @@ size_t write_file_rows(const std::string& path, const std::vector<std::string>& 
 
 }  // namespace
 
-bool arrow_reading_built() { return true; }
-
 size_t write_arrow_examples_as_jsonl(const std::string& path, const std::vector<std::string>& columns,
                                      OnBadLine on_bad, ReadStats& stats, std::FILE* out) {
   size_t written = 0;

@@ -313,10 +313,6 @@ std::shared_ptr<const TrainingExamples> index_lines(const std::string& path, con
 // process's is swept by the next scratch file made).
 std::shared_ptr<const TrainingExamples> index_arrow_data(const std::string& path, const std::vector<std::string>& columns,
                                                          OnBadLine on_bad, ReadStats& seen) {
-  if (!arrow_reading_built())
-    throw DataError(path, 0,
-                    "this gradcache was built without Apache Arrow (pyarrow's C++ libraries were not found): run "
-                    "scripts/setup.sh and build again, or give the data as JSONL");
   static std::atomic<int> made{0};
   const std::string rows = scratch_file_path("train-rows-" + std::to_string(made++) + ".jsonl");
   const auto cannot_write = [&](int error) {
